@@ -1,0 +1,412 @@
+package widgetapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultUserAgent identifies this client when no WithUserAgent is given.
+const DefaultUserAgent = "widgetapi-go/v1"
+
+// ObserveFunc is called once per HTTP attempt with the operation name, the
+// response status (0 when no response arrived) and the attempt's duration.
+// It must be safe for concurrent use.
+type ObserveFunc func(op string, status int, d time.Duration)
+
+// RetryPolicy bounds the client's retries of idempotent requests.
+type RetryPolicy struct {
+	// Attempts is the total number of tries, including the first. 1 disables
+	// retries.
+	Attempts int
+	// BaseDelay is the first backoff; each retry doubles it, with jitter.
+	BaseDelay time.Duration
+	// MaxDelay caps every backoff, including a server's Retry-After.
+	MaxDelay time.Duration
+}
+
+// DefaultRetryPolicy retries idempotent requests up to three times within
+// roughly three seconds.
+var DefaultRetryPolicy = RetryPolicy{Attempts: 4, BaseDelay: 100 * time.Millisecond, MaxDelay: 2 * time.Second}
+
+// Client calls the Widget API. Create one with New.
+type Client struct {
+	base    *url.URL
+	token   string
+	hc      *http.Client
+	ua      string
+	retry   RetryPolicy
+	observe ObserveFunc
+}
+
+// An Option configures a Client.
+type Option func(*Client)
+
+// WithToken authenticates every request with the bearer token. The client
+// never includes the token in errors or observations.
+func WithToken(token string) Option { return func(c *Client) { c.token = token } }
+
+// WithHTTPClient sets the HTTP client, e.g. one that trusts a private CA.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithUserAgent sets the User-Agent header.
+func WithUserAgent(ua string) Option { return func(c *Client) { c.ua = ua } }
+
+// WithRetryPolicy replaces DefaultRetryPolicy.
+func WithRetryPolicy(p RetryPolicy) Option { return func(c *Client) { c.retry = p } }
+
+// WithObserver reports every HTTP attempt, e.g. to metrics.
+func WithObserver(fn ObserveFunc) Option { return func(c *Client) { c.observe = fn } }
+
+// New returns a client for the API served at endpoint (scheme and host, and an
+// optional path prefix; the client adds /v1).
+func New(endpoint string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("cannot parse Widget API endpoint: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("widget API endpoint %q must be an absolute http(s) URL such as https://widgets.example.com", endpoint)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	c := &Client{
+		base:    u,
+		hc:      http.DefaultClient,
+		ua:      DefaultUserAgent,
+		retry:   DefaultRetryPolicy,
+		observe: func(string, int, time.Duration) {},
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.retry.Attempts < 1 {
+		c.retry.Attempts = 1
+	}
+	return c, nil
+}
+
+// A RequestOption adjusts one call.
+type RequestOption func(*http.Request)
+
+// IfGeneration makes an update or delete conditional: the API answers 412
+// (IsPreconditionFailed) when the widget's generation is no longer g.
+func IfGeneration(g int64) RequestOption {
+	return func(r *http.Request) { r.Header.Set("If-Match", ETag(g)) }
+}
+
+// ETag formats a generation as the API's entity tag.
+func ETag(g int64) string { return `"` + strconv.FormatInt(g, 10) + `"` }
+
+// CreateWidget creates a widget. Creates are not retried: if the outcome is
+// unknown (a transport error), GetWidget tells whether it happened.
+func (c *Client) CreateWidget(ctx context.Context, req CreateWidgetRequest) (*Widget, error) {
+	w := &Widget{}
+	return w, c.do(ctx, "create widget", http.MethodPost, "/v1/widgets", nil, req, w)
+}
+
+// GetWidget returns the named widget.
+func (c *Client) GetWidget(ctx context.Context, name string) (*Widget, error) {
+	w := &Widget{}
+	return w, c.do(ctx, "get widget", http.MethodGet, "/v1/widgets/"+url.PathEscape(name), nil, nil, w)
+}
+
+// ListWidgets returns one page of widgets.
+func (c *Client) ListWidgets(ctx context.Context, o ListWidgetsOptions) (*WidgetList, error) {
+	q := url.Values{}
+	if len(o.Labels) > 0 {
+		q.Set("labelSelector", FormatLabelSelector(o.Labels))
+	}
+	if o.Limit > 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	if o.PageToken != "" {
+		q.Set("pageToken", o.PageToken)
+	}
+	l := &WidgetList{}
+	return l, c.do(ctx, "list widgets", http.MethodGet, "/v1/widgets", q, nil, l)
+}
+
+// ReplaceWidget replaces the widget's mutable fields (PUT). It is idempotent
+// and retried on server errors.
+func (c *Client) ReplaceWidget(ctx context.Context, name string, req ReplaceWidgetRequest, opts ...RequestOption) (*Widget, error) {
+	w := &Widget{}
+	return w, c.do(ctx, "replace widget", http.MethodPut, "/v1/widgets/"+url.PathEscape(name), nil, req, w, opts...)
+}
+
+// PatchWidget changes only the fields set in req. It is not retried.
+func (c *Client) PatchWidget(ctx context.Context, name string, req PatchWidgetRequest, opts ...RequestOption) (*Widget, error) {
+	w := &Widget{}
+	return w, c.do(ctx, "patch widget", http.MethodPatch, "/v1/widgets/"+url.PathEscape(name), nil, req, w, opts...)
+}
+
+// DeleteWidget starts deleting a widget and returns it in state Deleting. The
+// widget disappears (GetWidget returns IsNotFound) once deletion completes.
+// Deleting a widget that is already being deleted succeeds.
+func (c *Client) DeleteWidget(ctx context.Context, name string, opts ...RequestOption) (*Widget, error) {
+	w := &Widget{}
+	return w, c.do(ctx, "delete widget", http.MethodDelete, "/v1/widgets/"+url.PathEscape(name), nil, nil, w, opts...)
+}
+
+// CreateKey creates an access key. The returned secret is never available
+// again. Creates are not retried.
+func (c *Client) CreateKey(ctx context.Context, widget string, req CreateKeyRequest) (*KeyWithSecret, error) {
+	k := &KeyWithSecret{}
+	return k, c.do(ctx, "create key", http.MethodPost, "/v1/widgets/"+url.PathEscape(widget)+"/keys", nil, req, k)
+}
+
+// GetKey returns a key without its secret.
+func (c *Client) GetKey(ctx context.Context, widget, key string) (*Key, error) {
+	k := &Key{}
+	return k, c.do(ctx, "get key", http.MethodGet, "/v1/widgets/"+url.PathEscape(widget)+"/keys/"+url.PathEscape(key), nil, nil, k)
+}
+
+// ListKeys returns all keys of a widget, without secrets.
+func (c *Client) ListKeys(ctx context.Context, widget string) (*KeyList, error) {
+	l := &KeyList{}
+	return l, c.do(ctx, "list keys", http.MethodGet, "/v1/widgets/"+url.PathEscape(widget)+"/keys", nil, nil, l)
+}
+
+// DeleteKey revokes a key.
+func (c *Client) DeleteKey(ctx context.Context, widget, key string) error {
+	return c.do(ctx, "delete key", http.MethodDelete, "/v1/widgets/"+url.PathEscape(widget)+"/keys/"+url.PathEscape(key), nil, nil, nil)
+}
+
+// ChangesOptions selects a window of the change feed.
+type ChangesOptions struct {
+	// After returns changes with a greater sequence number. FromLatest asks
+	// only for the latest sequence number.
+	After int64
+	// Wait holds the request open up to this long until a change arrives
+	// (long poll). 0 answers at once.
+	Wait time.Duration
+	// Limit caps the number of changes; 0 means the server default.
+	Limit int
+}
+
+// FromLatest, as ChangesOptions.After, returns no changes and the current
+// LatestSeq: the position to follow from when history does not matter.
+const FromLatest int64 = -1
+
+// Changes reads the project's change feed. IsFeedExpired reports a position
+// older than the server retains.
+func (c *Client) Changes(ctx context.Context, o ChangesOptions) (*ChangeList, error) {
+	q := url.Values{}
+	if o.After == FromLatest {
+		q.Set("after", "latest")
+	} else {
+		q.Set("after", strconv.FormatInt(o.After, 10))
+	}
+	if o.Wait > 0 {
+		q.Set("wait", strconv.Itoa(int((o.Wait+time.Second-1)/time.Second)))
+	}
+	if o.Limit > 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	l := &ChangeList{}
+	return l, c.do(ctx, "list changes", http.MethodGet, "/v1/changes", q, nil, l)
+}
+
+func idempotent(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+func retryableStatus(code int) bool {
+	switch code {
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// do sends a request, retrying idempotent ones on server and transport
+// errors, and decodes a 2xx body into out (when out is not nil).
+func (c *Client) do(ctx context.Context, op, method, path string, q url.Values, in, out any, opts ...RequestOption) error {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return fmt.Errorf("cannot encode %s request: %w", op, err)
+		}
+	}
+	u := *c.base
+	u.Path += path
+	u.RawQuery = q.Encode()
+
+	attempts := 1
+	if idempotent(method) {
+		attempts = c.retry.Attempts
+	}
+	var err error
+	for i := 0; i < attempts; i++ {
+		if i > 0 {
+			if werr := sleep(ctx, c.backoff(i, err)); werr != nil {
+				return err
+			}
+		}
+		var retry bool
+		retry, err = c.once(ctx, op, method, u.String(), body, out, opts)
+		if err == nil || !retry {
+			return err
+		}
+	}
+	return err
+}
+
+// once performs one attempt. It reports whether a failure may be retried.
+func (c *Client) once(ctx context.Context, op, method, u string, body []byte, out any, opts []RequestOption) (bool, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return false, fmt.Errorf("cannot build %s request: %w", op, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.ua)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	for _, o := range opts {
+		o(req)
+	}
+
+	start := time.Now()
+	rsp, err := c.hc.Do(req)
+	if err != nil {
+		c.observe(op, 0, time.Since(start))
+		// A cancelled context is final; anything else (refused, reset,
+		// timeout) may be retried.
+		return ctx.Err() == nil, fmt.Errorf("widget API %s: %w", op, err)
+	}
+	defer rsp.Body.Close() //nolint:errcheck // read-only body
+	data, err := io.ReadAll(io.LimitReader(rsp.Body, 8<<20))
+	c.observe(op, rsp.StatusCode, time.Since(start))
+	if err != nil {
+		return ctx.Err() == nil, fmt.Errorf("widget API %s: cannot read response: %w", op, err)
+	}
+	if rsp.StatusCode >= 300 {
+		e := &Error{Op: op, StatusCode: rsp.StatusCode, RetryAfter: retryAfter(rsp.Header.Get("Retry-After"))}
+		if jerr := json.Unmarshal(data, &e.Problem); jerr != nil || e.Problem.Code == "" {
+			e.Problem = Problem{Status: rsp.StatusCode, Code: codeForStatus(rsp.StatusCode), Title: http.StatusText(rsp.StatusCode)}
+		}
+		return retryableStatus(rsp.StatusCode), e
+	}
+	if out == nil || len(data) == 0 {
+		return false, nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return false, fmt.Errorf("widget API %s: cannot decode response: %w", op, err)
+	}
+	return false, nil
+}
+
+// backoff returns the wait before retry i (1-based): exponential with full
+// jitter, at least the server's Retry-After, never more than MaxDelay.
+func (c *Client) backoff(i int, last error) time.Duration {
+	d := c.retry.BaseDelay << (i - 1)
+	if d <= 0 || d > c.retry.MaxDelay {
+		d = c.retry.MaxDelay
+	}
+	d = d/2 + rand.N(d/2+1) //nolint:gosec // jitter needs no cryptographic randomness
+	if e, ok := asError(last); ok && e.RetryAfter > d {
+		d = e.RetryAfter
+	}
+	return min(d, c.retry.MaxDelay)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// retryAfter parses a Retry-After header in seconds or as an HTTP date.
+func retryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+
+func codeForStatus(s int) string {
+	switch {
+	case s == http.StatusBadRequest:
+		return CodeMalformed
+	case s == http.StatusUnauthorized:
+		return CodeUnauthorized
+	case s == http.StatusNotFound:
+		return CodeNotFound
+	case s == http.StatusConflict:
+		return CodeConflict
+	case s == http.StatusPreconditionFailed:
+		return CodePreconditionFailed
+	case s == http.StatusUnprocessableEntity:
+		return CodeInvalid
+	case s == http.StatusTooManyRequests:
+		return CodeRateLimited
+	case s == http.StatusServiceUnavailable:
+		return CodeUnavailable
+	default:
+		return CodeInternal
+	}
+}
+
+// FormatLabelSelector renders labels as the API's labelSelector query value
+// ("k1=v1,k2=v2", keys sorted).
+func FormatLabelSelector(labels map[string]string) string {
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, k+"="+labels[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseLabelSelector is the inverse of FormatLabelSelector.
+func ParseLabelSelector(s string) (map[string]string, error) {
+	out := map[string]string{}
+	if s == "" {
+		return out, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok || k == "" {
+			return nil, errors.New("labelSelector must be a comma-separated list of key=value pairs")
+		}
+		out[k] = v
+	}
+	return out, nil
+}

@@ -1,0 +1,156 @@
+// Command widget-api runs the reference Widget API server.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/widgetco/crossplane-widget/widgetapi/server"
+)
+
+// version is stamped by the Makefile (-X main.version).
+var version = "dev"
+
+// cli is the server's command line.
+type cli struct {
+	Version kong.VersionFlag `help:"Print the version and exit."`
+
+	Listen     string `default:"127.0.0.1:8080" help:"Address to listen on. Loopback by default; set 0.0.0.0:8080 deliberately to serve other hosts."`
+	DataDir    string `required:"" type:"path" help:"Directory for the database (created if missing). Every acknowledged write is fsynced here."`
+	TokensFile string `required:"" type:"existingfile" help:"File of '<token> <project>' lines. A token sees only its project's widgets."`
+
+	ProvisionDelay time.Duration `default:"5s" help:"How long a new widget stays Provisioning before it is Ready."`
+	ResizeDelay    time.Duration `default:"3s" help:"How long a size change keeps a widget Resizing."`
+	DeleteDelay    time.Duration `default:"2s" help:"How long a deleted widget stays Deleting before it is gone."`
+
+	DefaultRegion  string   `default:"us-east-1" help:"Region for widgets created without one."`
+	Regions        []string `help:"Allowed regions (comma-separated). Empty allows any well-formed region."`
+	FailingRegions []string `help:"Regions where provisioning ends in Failed (for exercising failure handling)."`
+
+	RateLimit float64 `default:"50" help:"Sustained requests per second allowed per token; 0 disables the limit."`
+	RateBurst int     `default:"0" help:"Burst size per token (default twice the rate limit)."`
+
+	FaultLatency   time.Duration `default:"0s" help:"Latency added to every API request (fault injection)."`
+	FaultErrorRate float64       `default:"0" help:"Fraction of API requests (0..1) answered 503 before processing (fault injection)."`
+
+	FeedRetention uint64        `default:"100000" help:"Number of change feed entries to keep."`
+	MaxWait       time.Duration `default:"60s" help:"Longest change feed long poll."`
+
+	TLSCert string `type:"existingfile" help:"TLS certificate (PEM). Serves HTTPS when set with --tls-key."`
+	TLSKey  string `type:"existingfile" help:"TLS private key (PEM)."`
+
+	LogFormat string `default:"text" enum:"text,json" help:"Access log format: text or json."`
+	Debug     bool   `help:"Log at debug level."`
+}
+
+func main() {
+	c := &cli{}
+	kong.Parse(c,
+		kong.Name("widget-api"),
+		kong.Description("The reference Widget API server: widgets and access keys over HTTP/JSON under /v1, "+
+			"bearer-token auth per project, durable storage, asynchronous provisioning, a change feed (GET /v1/changes), "+
+			"rate limits and fault injection. Health at /healthz, Prometheus metrics at /metrics."),
+		kong.UsageOnError(),
+		kong.Vars{"version": version})
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "widget-api:", err)
+		os.Exit(1)
+	}
+}
+
+func run(c *cli) error {
+	level := slog.LevelInfo
+	if c.Debug {
+		level = slog.LevelDebug
+	}
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})
+	if c.LogFormat == "json" {
+		h = slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})
+	}
+	log := slog.New(h)
+
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return errors.New("--tls-cert and --tls-key must be given together")
+	}
+	if c.FaultErrorRate < 0 || c.FaultErrorRate > 1 {
+		return errors.New("--fault-error-rate must be between 0 and 1")
+	}
+	tokens, err := server.LoadTokens(c.TokensFile)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Options{
+		DataDir:        c.DataDir,
+		Tokens:         tokens,
+		ProvisionDelay: c.ProvisionDelay,
+		ResizeDelay:    c.ResizeDelay,
+		DeleteDelay:    c.DeleteDelay,
+		DefaultRegion:  c.DefaultRegion,
+		Regions:        c.Regions,
+		FailingRegions: c.FailingRegions,
+		RateLimit:      c.RateLimit,
+		RateBurst:      c.RateBurst,
+		FaultLatency:   c.FaultLatency,
+		FaultErrorRate: c.FaultErrorRate,
+		FeedRetention:  c.FeedRetention,
+		MaxWait:        c.MaxWait,
+		Logger:         log,
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("cannot listen on %s: %w", c.Listen, err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs.RegisterOnShutdown(srv.Shutdown)
+	scheme := "http"
+	if c.TLSCert != "" {
+		scheme = "https"
+		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	log.Info("serving the Widget API", "url", scheme+"://"+ln.Addr().String(), "data_dir", c.DataDir, "projects", len(tokens))
+
+	errc := make(chan error, 1)
+	go func() {
+		if scheme == "https" {
+			errc <- hs.ServeTLS(ln, c.TLSCert, c.TLSKey)
+			return
+		}
+		errc <- hs.Serve(ln)
+	}()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	select {
+	case err := <-errc:
+		_ = srv.Close()
+		return fmt.Errorf("server stopped: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining requests")
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		log.Error("cannot drain all requests", "error", err)
+	}
+	if err := srv.Close(); err != nil {
+		return fmt.Errorf("cannot close the database: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,352 @@
+// Package server is the reference implementation of the Widget API: durable
+// (bbolt), project-scoped bearer-token auth, asynchronous provisioning,
+// optimistic concurrency, rate limits, a change feed and fault injection.
+// The contract it implements is widgetapi/openapi.yaml.
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+)
+
+// Options configure a Server. The zero value of every field is usable except
+// DataDir.
+type Options struct {
+	// DataDir holds the database file. Required.
+	DataDir string
+	// Tokens maps bearer tokens to the project they belong to.
+	Tokens map[string]string
+
+	// ProvisionDelay is how long a new widget stays Provisioning.
+	ProvisionDelay time.Duration
+	// ResizeDelay is how long a size change keeps a widget Resizing.
+	ResizeDelay time.Duration
+	// DeleteDelay is how long a widget stays Deleting before it is gone.
+	DeleteDelay time.Duration
+
+	// DefaultRegion is used when a create names no region (default us-east-1).
+	DefaultRegion string
+	// Regions, when not empty, is the set of regions a widget may use.
+	Regions []string
+	// FailingRegions are regions where provisioning ends in Failed: a way to
+	// exercise failure handling deterministically.
+	FailingRegions []string
+
+	// RateLimit is the sustained requests per second allowed per token; 0
+	// disables rate limiting. RateBurst is the bucket size (default
+	// 2*RateLimit).
+	RateLimit float64
+	RateBurst int
+
+	// FaultLatency is added to every API request.
+	FaultLatency time.Duration
+	// FaultErrorRate is the fraction (0..1) of API requests answered with
+	// 503 before they are processed.
+	FaultErrorRate float64
+
+	// FeedRetention is how many change feed entries the server keeps
+	// (default 100000).
+	FeedRetention uint64
+	// MaxWait bounds a change feed long poll (default 60s).
+	MaxWait time.Duration
+
+	// Logger receives the access log and lifecycle events (default: discard).
+	Logger *slog.Logger
+	// Now is the clock (default time.Now); tests may replace it.
+	Now func() time.Time
+}
+
+// Server serves the Widget API. Create it with New, serve Handler(), and
+// Close it to stop background work and release the database.
+type Server struct {
+	opts    Options
+	store   *store
+	tokens  map[[32]byte]string
+	log     *slog.Logger
+	metrics *metrics
+	feed    *notifier
+	sched   *scheduler
+
+	mu       sync.Mutex
+	limiters map[[32]byte]*rate.Limiter
+
+	faultMu sync.RWMutex
+	faults  Faults
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+}
+
+// Faults are injected into API requests (not /healthz or /metrics).
+type Faults struct {
+	Latency   time.Duration
+	ErrorRate float64
+}
+
+// New opens (or creates) the database in opts.DataDir, schedules the state
+// transitions that were pending when the server last stopped, and returns a
+// ready server.
+func New(opts Options) (*Server, error) {
+	if opts.DataDir == "" {
+		return nil, errors.New("a data directory is required")
+	}
+	if opts.DefaultRegion == "" {
+		opts.DefaultRegion = "us-east-1"
+	}
+	if opts.FeedRetention == 0 {
+		opts.FeedRetention = 100000
+	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = 60 * time.Second
+	}
+	if opts.RateLimit > 0 && opts.RateBurst <= 0 {
+		opts.RateBurst = max(int(2*opts.RateLimit), 1)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("cannot create data directory: %w", err)
+	}
+	st, err := openStore(filepath.Join(opts.DataDir, "widgets.db"), opts.FeedRetention)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		opts:     opts,
+		store:    st,
+		tokens:   make(map[[32]byte]string, len(opts.Tokens)),
+		log:      opts.Logger,
+		metrics:  newMetrics(),
+		feed:     newNotifier(),
+		limiters: map[[32]byte]*rate.Limiter{},
+		faults:   Faults{Latency: opts.FaultLatency, ErrorRate: opts.FaultErrorRate},
+		stop:     make(chan struct{}),
+	}
+	for tok, project := range opts.Tokens {
+		s.tokens[sha256.Sum256([]byte(tok))] = project
+	}
+	s.sched = newScheduler(opts.Now, s.advance)
+	if err := s.resumeTransitions(); err != nil {
+		_ = st.close()
+		return nil, err
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.sched.run(s.stop)
+	}()
+	return s, nil
+}
+
+// Close stops background work, wakes every long poll and closes the
+// database. In-flight requests should be drained (http.Server.Shutdown)
+// first; call Shutdown to release long polls before that.
+func (s *Server) Close() error {
+	s.Shutdown()
+	s.wg.Wait()
+	return s.store.close()
+}
+
+// Shutdown releases long polls so an http.Server can drain. It is safe to
+// call more than once.
+func (s *Server) Shutdown() {
+	s.stopOnce.Do(func() { close(s.stop) })
+}
+
+// SetFaults changes fault injection at run time.
+func (s *Server) SetFaults(f Faults) {
+	s.faultMu.Lock()
+	defer s.faultMu.Unlock()
+	s.faults = f
+}
+
+// Registry returns the server's Prometheus metrics registry.
+func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
+
+// Handler returns the HTTP handler for the whole API.
+func (s *Server) Handler() http.Handler {
+	api := http.NewServeMux()
+	for _, rt := range s.routes() {
+		api.HandleFunc(rt.pattern, rt.handler)
+	}
+	api.HandleFunc("/v1/", func(w http.ResponseWriter, _ *http.Request) {
+		problem(w, http.StatusNotFound, "not_found", "no such API route; see openapi.yaml")
+	})
+
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", s.authenticate(s.limit(s.inject(api))))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	mux.Handle("GET /metrics", s.metrics.handler())
+	return s.recover(s.accessLog(mux))
+}
+
+type route struct {
+	pattern string
+	handler http.HandlerFunc
+}
+
+func (s *Server) routes() []route {
+	return []route{
+		{"POST /v1/widgets", s.createWidget},
+		{"GET /v1/widgets", s.listWidgets},
+		{"GET /v1/widgets/{name}", s.getWidget},
+		{"PUT /v1/widgets/{name}", s.replaceWidget},
+		{"PATCH /v1/widgets/{name}", s.patchWidget},
+		{"DELETE /v1/widgets/{name}", s.deleteWidget},
+		{"POST /v1/widgets/{name}/keys", s.createKey},
+		{"GET /v1/widgets/{name}/keys", s.listKeys},
+		{"GET /v1/widgets/{name}/keys/{key}", s.getKey},
+		{"DELETE /v1/widgets/{name}/keys/{key}", s.deleteKey},
+		{"GET /v1/changes", s.listChanges},
+	}
+}
+
+// Routes lists the API's "METHOD /path" patterns, for checking them against
+// the contract.
+func (s *Server) Routes() []string {
+	rs := s.routes()
+	out := make([]string, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, r.pattern)
+	}
+	return out
+}
+
+type ctxKey struct{}
+
+// projectOf returns the project the request's token belongs to.
+func projectOf(r *http.Request) string { p, _ := r.Context().Value(ctxKey{}).(string); return p }
+
+// authenticate resolves the bearer token to a project. Tokens are compared
+// by their SHA-256 so lookup time does not depend on how much of a guess
+// matches.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := bearer(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="widget-api"`)
+			problem(w, http.StatusUnauthorized, "unauthorized", "send an Authorization: Bearer <token> header")
+			return
+		}
+		h := sha256.Sum256([]byte(tok))
+		project, ok := s.tokens[h]
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="widget-api", error="invalid_token"`)
+			problem(w, http.StatusUnauthorized, "unauthorized", "the bearer token is not valid")
+			return
+		}
+		if lw, ok := w.(*logWriter); ok {
+			lw.project = project
+		}
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, project))
+		r = r.WithContext(context.WithValue(r.Context(), tokenKey{}, h))
+		next.ServeHTTP(w, r)
+	})
+}
+
+type tokenKey struct{}
+
+func bearer(r *http.Request) (string, bool) {
+	const p = "Bearer "
+	h := r.Header.Get("Authorization")
+	if len(h) <= len(p) || !equalFold(h[:len(p)], p) {
+		return "", false
+	}
+	return h[len(p):], true
+}
+
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range len(a) {
+		x, y := a[i]|0x20, b[i]|0x20
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// limit applies the per-token rate limit: 429 with Retry-After when the
+// token's bucket is empty.
+func (s *Server) limit(next http.Handler) http.Handler {
+	if s.opts.RateLimit <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, _ := r.Context().Value(tokenKey{}).([32]byte)
+		s.mu.Lock()
+		l, ok := s.limiters[h]
+		if !ok {
+			l = rate.NewLimiter(rate.Limit(s.opts.RateLimit), s.opts.RateBurst)
+			s.limiters[h] = l
+		}
+		s.mu.Unlock()
+		res := l.ReserveN(s.opts.Now(), 1)
+		if d := res.DelayFrom(s.opts.Now()); d > 0 {
+			res.Cancel()
+			s.metrics.throttled.Inc()
+			rateLimited(w, d)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// inject applies fault injection: added latency, and a share of requests
+// answered 503 before they do anything.
+func (s *Server) inject(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.faultMu.RLock()
+		f := s.faults
+		s.faultMu.RUnlock()
+		if f.Latency > 0 {
+			select {
+			case <-time.After(f.Latency):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if f.ErrorRate > 0 && rand.Float64() < f.ErrorRate { //nolint:gosec // fault injection needs no cryptographic randomness
+			w.Header().Set("Retry-After", "1")
+			problem(w, http.StatusServiceUnavailable, "unavailable", "injected fault: the service is temporarily unavailable")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// recover turns a handler panic into a 500 so one bad request cannot take
+// the server down.
+func (s *Server) recover(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler { //nolint:errorlint,err113 // sentinel panic value
+					panic(v)
+				}
+				s.log.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
+				problem(w, http.StatusInternalServerError, "internal", "internal server error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
