@@ -1,0 +1,352 @@
+#!/usr/bin/env bash
+# hack/tools.sh - build and cache the heavy out-of-tree binaries that the
+# integration, render and e2e test tiers need (kube-apiserver, etcd, Crossplane
+# core, the Crossplane CLI, golangci-lint, benchmark peers).
+#
+# Why this exists:
+#   * There is no internet here, only the Go module proxy. So nothing is
+#     downloaded by URL: every binary is compiled with `go build` from a pinned
+#     module version. Each tool has its own tiny module under tools/<name>/ with
+#     a committed go.sum, which keeps these huge dependency graphs out of the
+#     product's go.mod and lets the same module path appear at two versions
+#     (crossplane/v2 v2.4.0 for core, v2.2.1 for the CLI).
+#   * The first build is slow (kube-apiserver and Crossplane core take minutes
+#     on 2 cores), so binaries are cached OUTSIDE the clone, keyed by
+#     name + version + a hash of the tool's go.mod, go.sum and build recipe.
+#     When the key exists, `go` is not invoked at all.
+#   * Builds go to a temp dir inside the cache and are renamed into place, so an
+#     interrupted build never leaves a half-written "cached" binary.
+#
+# Usage:
+#   bash hack/tools.sh                 build (or reuse) the default set
+#   bash hack/tools.sh all             default set + optional benchmark peers
+#   bash hack/tools.sh etcd crank ...  build just the named tools
+#   bash hack/tools.sh path <name>     print a cached path: a tool's binary, or
+#                                      crossplane-crds, crossplane-webhookconfigs,
+#                                      kubebuilder-assets
+#   bash hack/tools.sh env             print `export` lines for tests / make
+#   bash hack/tools.sh list            print tool names, versions and status
+#
+# Environment:
+#   WIDGET_TOOLS_CACHE  cache root (default
+#                       ${XDG_CACHE_HOME:-$HOME/.cache}/crossplane-widget/tools)
+#
+# Binary names: Crossplane core is `crossplane`; the Crossplane CLI (upstream
+# also calls it `crossplane`, built from cmd/crank) is installed as `crank`.
+set -euo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TOOLS_DIR=${REPO_ROOT}/tools
+CACHE_ROOT=${WIDGET_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/crossplane-widget/tools}
+OUTPUT_DIR=${REPO_ROOT}/_output/tools
+
+DEFAULT_TOOLS=(etcd kube-apiserver crossplane crank golangci-lint)
+OPTIONAL_TOOLS=(function-auto-ready)
+ALL_TOOLS=("${DEFAULT_TOOLS[@]}" "${OPTIONAL_TOOLS[@]}")
+
+log() { printf 'tools: %s\n' "$*" >&2; }
+die() { printf 'tools: ERROR: %s\n' "$*" >&2; exit 1; }
+
+# tool_recipe NAME sets the T_* variables describing how to build NAME.
+#   T_VERSION  upstream version (for the cache key and messages)
+#   T_MODDIR   the tool's module directory (tools/<dir>)
+#   T_PKG      the main package to build
+#   T_BIN      the binary name in the cache
+#   T_LDFLAGS  extra -ldflags (version stamping, which `go build` of a
+#              dependency does not do by itself)
+#   T_ETA      rough first-build time on 2 cores, for the progress line
+#   T_ENV      name of the env var `env` exports for the binary
+#   T_EXTRAS   directories of the built module copied next to bin/
+# T_VERSION, T_PKG, T_LDFLAGS and T_EXTRAS (with the module's go.mod and
+# go.sum) make up the cache key.
+tool_recipe() {
+	T_LDFLAGS="-s -w" T_EXTRAS=""
+	case "$1" in
+	kube-apiserver)
+		T_VERSION=v1.35.4 T_MODDIR=kube-apiserver T_BIN=kube-apiserver
+		T_PKG=k8s.io/kubernetes/cmd/kube-apiserver T_ETA="~4 min" T_ENV=TEST_ASSET_KUBE_APISERVER
+		# What kubernetes' hack/lib/version.sh stamps; without it
+		# --version reports v0.0.0-master.
+		local p
+		for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+			T_LDFLAGS+=" -X ${p}.gitVersion=v1.35.4 -X ${p}.gitMajor=1 -X ${p}.gitMinor=35"
+			T_LDFLAGS+=" -X ${p}.gitTreeState=clean -X ${p}.buildDate=2026-04-15T18:01:22Z"
+		done
+		;;
+	etcd)
+		# The server module's root package is etcd's own `main` wrapper
+		# around etcdmain.Main(os.Args).
+		T_VERSION=v3.6.5 T_MODDIR=etcd T_BIN=etcd
+		T_PKG=go.etcd.io/etcd/server/v3 T_ETA="~1 min" T_ENV=TEST_ASSET_ETCD
+		;;
+	crossplane)
+		T_VERSION=v2.4.0 T_MODDIR=crossplane T_BIN=crossplane
+		T_PKG=github.com/crossplane/crossplane/v2/cmd/crossplane T_ETA="~4 min" T_ENV=CROSSPLANE_BIN
+		# Crossplane checks packages' spec.crossplane.version constraints
+		# against this; unset, every constrained package fails to install.
+		T_LDFLAGS+=" -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=v2.4.0"
+		# `crossplane core init` reads these from disk (CRDS_PATH and, with
+		# webhooks enabled, WEBHOOK_CONFIGS_PATH); the release image ships
+		# them as /crds and /webhookconfigurations. Take them from the very
+		# module version the binary is built from.
+		T_EXTRAS="crds webhookconfigurations"
+		;;
+	crank)
+		T_VERSION=v2.2.1 T_MODDIR=crank T_BIN=crank
+		T_PKG=github.com/crossplane/crossplane/v2/cmd/crank T_ETA="~3 min" T_ENV=CRANK_BIN
+		# At v2.2.1 the version lives in crossplane's own internal/version
+		# (core moved it to crossplane-runtime later). `beta validate` uses
+		# it for the default --crossplane-image tag.
+		T_LDFLAGS+=" -X github.com/crossplane/crossplane/v2/internal/version.version=v2.2.1"
+		;;
+	golangci-lint)
+		T_VERSION=v2.6.0 T_MODDIR=golangci-lint T_BIN=golangci-lint
+		T_PKG=github.com/golangci/golangci-lint/v2/cmd/golangci-lint T_ETA="~2 min" T_ENV=GOLANGCI_LINT_BIN
+		# goreleaser's stamps; a non-empty date stops it reporting "(devel)".
+		T_LDFLAGS+=" -X main.version=2.6.0 -X main.commit=v2.6.0 -X main.date=2025-10-29T19:28:07Z"
+		;;
+	function-auto-ready)
+		# Optional benchmark peer (see tools/README.md for why this and
+		# not function-patch-and-transform).
+		T_VERSION=v0.6.0 T_MODDIR=function-auto-ready T_BIN=function-auto-ready
+		T_PKG=github.com/crossplane/function-auto-ready T_ETA="~2 min" T_ENV=FUNCTION_AUTO_READY_BIN
+		;;
+	fpt | function-patch-and-transform)
+		die "function-patch-and-transform v0.9.0 cannot be built here: the module proxy answers 403 for its go.mod (see tools/README.md); function-auto-ready is the available peer"
+		;;
+	*)
+		die "unknown tool '$1' (known: ${ALL_TOOLS[*]})"
+		;;
+	esac
+}
+
+# tool_key NAME prints <name>-<version>-<hash8>: the cache directory name.
+# The hash covers the tool module's go.mod and go.sum plus the build recipe
+# (package, flags), so bumping a dependency or a flag gives a new entry.
+# The Go toolchain version is deliberately not part of it: a Go patch
+# release should not force a 10-minute rebuild.
+tool_key() {
+	tool_recipe "$1"
+	local dir=${TOOLS_DIR}/${T_MODDIR} hash
+	[[ -f ${dir}/go.mod && -f ${dir}/go.sum ]] || die "missing ${dir}/go.mod or go.sum"
+	hash=$({
+		cat "${dir}/go.mod" "${dir}/go.sum"
+		printf 'pkg=%s\nldflags=%s\ncgo=0 trimpath\n' "${T_PKG}" "${T_LDFLAGS}"
+		if [[ -n ${T_EXTRAS} ]]; then printf 'extras=%s\n' "${T_EXTRAS}"; fi
+	} | sha256sum | cut -c1-8)
+	printf '%s-%s-%s\n' "$1" "${T_VERSION}" "${hash}"
+}
+
+# tool_dir NAME / tool_bin NAME print where NAME lives in the cache.
+tool_dir() { printf '%s/%s\n' "${CACHE_ROOT}" "$(tool_key "$1")"; }
+tool_bin() {
+	local dir
+	dir=$(tool_dir "$1")
+	tool_recipe "$1"
+	printf '%s/bin/%s\n' "${dir}" "${T_BIN}"
+}
+is_cached() { [[ -x $(tool_bin "$1") ]]; }
+
+# The temp dir of the build in progress, removed if we exit before the rename.
+BUILD_TMP=""
+cleanup() { if [[ -n ${BUILD_TMP} ]]; then rm -rf "${BUILD_TMP}"; fi; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# build_tool NAME builds NAME into the cache unless it is already there.
+build_tool() {
+	local name=$1 final key start secs
+	key=$(tool_key "${name}")
+	final=${CACHE_ROOT}/${key}
+	tool_recipe "${name}"
+
+	if [[ -x ${final}/bin/${T_BIN} ]]; then
+		log "cached ${name} ${T_VERSION}"
+		return 0
+	fi
+
+	log "building ${name} ${T_VERSION} (not cached; ${T_ETA} with a cold Go build cache)..."
+	mkdir -p "${CACHE_ROOT}"
+	# Same filesystem as the final location, so the rename below is atomic.
+	BUILD_TMP=$(mktemp -d "${CACHE_ROOT}/.tmp-${name}-XXXXXX")
+	chmod 755 "${BUILD_TMP}" # mktemp makes it 0700; it becomes the cache entry
+	start=$(date +%s)
+
+	# GOWORK=off: a go.work the product may grow must not capture these
+	#   modules. -mod=readonly: fail (rather than silently fix) if go.sum is
+	#   incomplete, whatever GOFLAGS says. -buildvcs=false: the binary must
+	#   not depend on the clone's git state. nice: the machine is shared.
+	if ! (cd "${TOOLS_DIR}/${T_MODDIR}" &&
+		GOWORK=off CGO_ENABLED=0 nice -n 10 go build \
+			-mod=readonly -trimpath -buildvcs=false \
+			-ldflags "${T_LDFLAGS}" \
+			-o "${BUILD_TMP}/bin/${T_BIN}" "${T_PKG}"); then
+		die "building ${name} ${T_VERSION} failed (module tools/${T_MODDIR}, package ${T_PKG}); see the go output above"
+	fi
+
+	copy_extras "${BUILD_TMP}"
+
+	secs=$(($(date +%s) - start))
+	{
+		printf 'tool: %s %s\npackage: %s\nkey: %s\n' "${name}" "${T_VERSION}" "${T_PKG}" "${key}"
+		printf 'built: %s in %ss\n%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "${secs}" "$(go version)"
+	} >"${BUILD_TMP}/BUILDINFO"
+
+	# Atomic publish. If a concurrent run published the same key first,
+	# keep theirs (same inputs, same result) and drop ours.
+	if [[ -e ${final} ]] || ! mv "${BUILD_TMP}" "${final}"; then
+		[[ -x ${final}/bin/${T_BIN} ]] || die "could not move ${name} into ${final}"
+	fi
+	rm -rf "${BUILD_TMP}"
+	BUILD_TMP=""
+	log "built ${name} ${T_VERSION} in $((secs / 60))m$((secs % 60))s"
+}
+
+# copy_extras DIR copies the T_EXTRAS directories (cluster/<x> of the
+# module that provides T_PKG) into a fresh cache entry DIR.
+copy_extras() {
+	[[ -n ${T_EXTRAS} ]] || return 0
+	local src x
+	src=$(cd "${TOOLS_DIR}/${T_MODDIR}" &&
+		GOWORK=off go list -mod=readonly -f '{{.Module.Dir}}' "${T_PKG}") ||
+		die "cannot locate the module providing ${T_PKG}"
+	for x in ${T_EXTRAS}; do
+		[[ -d ${src}/cluster/${x} ]] || die "no cluster/${x} in ${src}"
+		cp -R "${src}/cluster/${x}" "$1/${x}"
+		chmod -R u+w "$1/${x}" # copies of the read-only module cache
+	done
+}
+
+# link_outputs refreshes the git-ignored convenience links in _output/tools:
+# bin/<binary> for every cached tool, crossplane-crds, and (via env)
+# KUBEBUILDER_ASSETS. Cheap, so it runs every time.
+link_outputs() {
+	local name bin
+	mkdir -p "${OUTPUT_DIR}/bin"
+	for name in "${ALL_TOOLS[@]}"; do
+		bin=$(tool_bin "${name}")
+		if [[ -x ${bin} ]]; then
+			ln -sfn "${bin}" "${OUTPUT_DIR}/bin/$(basename "${bin}")"
+		else
+			# Never leave a link to an older build of a tool whose
+			# inputs changed but which has not been rebuilt yet.
+			rm -f "${OUTPUT_DIR}/bin/$(basename "${bin}")"
+		fi
+	done
+	if is_cached crossplane; then
+		ln -sfn "$(tool_dir crossplane)/crds" "${OUTPUT_DIR}/crossplane-crds"
+	else
+		rm -f "${OUTPUT_DIR}/crossplane-crds"
+	fi
+	ensure_assets_dir >/dev/null || true
+}
+
+# ensure_assets_dir prints a cache directory holding exactly etcd and
+# kube-apiserver (as symlinks), which is what envtest's KUBEBUILDER_ASSETS /
+# BinaryAssetsDirectory expects. It lives in the cache (not _output) so it
+# works from any clone or worktree; its name follows both tools' keys.
+ensure_assets_dir() {
+	is_cached etcd && is_cached kube-apiserver || return 1
+	local dir
+	dir=${CACHE_ROOT}/kubebuilder-assets-$(printf '%s\n' "$(tool_key kube-apiserver)" "$(tool_key etcd)" | sha256sum | cut -c1-8)
+	mkdir -p "${dir}"
+	ln -sfn "$(tool_bin kube-apiserver)" "${dir}/kube-apiserver"
+	ln -sfn "$(tool_bin etcd)" "${dir}/etcd"
+	printf '%s\n' "${dir}"
+}
+
+need_cached() {
+	is_cached "$1" || die "$1 is not built yet; run: bash hack/tools.sh $1"
+}
+
+# cmd_path NAME prints the cached path of a binary or a derived directory.
+cmd_path() {
+	[[ $# -eq 1 ]] || die "usage: hack/tools.sh path <name>"
+	case "$1" in
+	crossplane-crds)
+		need_cached crossplane
+		printf '%s/crds\n' "$(tool_dir crossplane)"
+		;;
+	crossplane-webhookconfigs)
+		need_cached crossplane
+		printf '%s/webhookconfigurations\n' "$(tool_dir crossplane)"
+		;;
+	kubebuilder-assets)
+		need_cached etcd
+		need_cached kube-apiserver
+		ensure_assets_dir
+		;;
+	*)
+		need_cached "$1"
+		tool_bin "$1"
+		;;
+	esac
+}
+
+# cmd_env prints export lines for `eval "$(bash hack/tools.sh env)"` or for
+# make. Missing default tools are an error (after printing what exists).
+cmd_env() {
+	local name missing=0
+	printf 'export WIDGET_TOOLS_CACHE=%q\n' "${CACHE_ROOT}"
+	if is_cached etcd && is_cached kube-apiserver; then
+		printf 'export KUBEBUILDER_ASSETS=%q\n' "$(ensure_assets_dir)"
+	fi
+	for name in "${ALL_TOOLS[@]}"; do
+		tool_recipe "${name}"
+		if is_cached "${name}"; then
+			printf 'export %s=%q\n' "${T_ENV}" "$(tool_bin "${name}")"
+		else
+			printf '# %s: not built (bash hack/tools.sh %s)\n' "${T_ENV}" "${name}"
+			if [[ " ${DEFAULT_TOOLS[*]} " == *" ${name} "* ]]; then
+				log "warning: ${name} is not built; run: bash hack/tools.sh"
+				missing=1
+			fi
+		fi
+	done
+	if is_cached crossplane; then
+		printf 'export CROSSPLANE_CRDS=%q\n' "$(tool_dir crossplane)/crds"
+		printf 'export CROSSPLANE_WEBHOOK_CONFIGS=%q\n' "$(tool_dir crossplane)/webhookconfigurations"
+	fi
+	# function-patch-and-transform is not obtainable here (tools/README.md).
+	printf '# FPT_BIN: function-patch-and-transform unavailable from the module proxy\n'
+	return "${missing}"
+}
+
+cmd_list() {
+	local name state
+	for name in "${ALL_TOOLS[@]}"; do
+		tool_recipe "${name}"
+		if is_cached "${name}"; then state=$(tool_bin "${name}"); else state="(not built)"; fi
+		printf '%-20s %-8s %s\n' "${name}" "${T_VERSION}" "${state}"
+	done
+}
+
+usage() {
+	sed -n '/^# Usage:/,/^# Binary names/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+}
+
+main() {
+	command -v go >/dev/null || die "go not found in PATH"
+	command -v sha256sum >/dev/null || die "sha256sum not found in PATH"
+
+	local -a tools=()
+	case "${1:-}" in
+	path) shift; cmd_path "$@"; return ;;
+	env) cmd_env; return ;;
+	list) cmd_list; return ;;
+	-h | --help | help) usage; return ;;
+	"") tools=("${DEFAULT_TOOLS[@]}") ;;
+	all) tools=("${ALL_TOOLS[@]}") ;;
+	*) tools=("$@") ;;
+	esac
+
+	local name
+	# Validate every name before spending minutes on the first build.
+	for name in "${tools[@]}"; do tool_recipe "${name}"; done
+	# One at a time: each big link step wants a few GB and both cores.
+	for name in "${tools[@]}"; do build_tool "${name}"; done
+	link_outputs
+	log "done; binaries linked in ${OUTPUT_DIR#"${REPO_ROOT}/"}/bin (eval \"\$(bash hack/tools.sh env)\" for paths)"
+}
+
+main "$@"
