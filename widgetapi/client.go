@@ -193,7 +193,7 @@ type ChangesOptions struct {
 	Limit int
 }
 
-// FromLatest, as ChangesOptions.After, returns no changes and the current
+// FromLatest is a ChangesOptions.After that returns no changes and the current
 // LatestSeq: the position to follow from when history does not matter.
 const FromLatest int64 = -1
 
@@ -358,22 +358,22 @@ func retryAfter(v string) time.Duration {
 }
 
 func codeForStatus(s int) string {
-	switch {
-	case s == http.StatusBadRequest:
+	switch s {
+	case http.StatusBadRequest:
 		return CodeMalformed
-	case s == http.StatusUnauthorized:
+	case http.StatusUnauthorized:
 		return CodeUnauthorized
-	case s == http.StatusNotFound:
+	case http.StatusNotFound:
 		return CodeNotFound
-	case s == http.StatusConflict:
+	case http.StatusConflict:
 		return CodeConflict
-	case s == http.StatusPreconditionFailed:
+	case http.StatusPreconditionFailed:
 		return CodePreconditionFailed
-	case s == http.StatusUnprocessableEntity:
+	case http.StatusUnprocessableEntity:
 		return CodeInvalid
-	case s == http.StatusTooManyRequests:
+	case http.StatusTooManyRequests:
 		return CodeRateLimited
-	case s == http.StatusServiceUnavailable:
+	case http.StatusServiceUnavailable:
 		return CodeUnavailable
 	default:
 		return CodeInternal

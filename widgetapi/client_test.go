@@ -351,7 +351,7 @@ func TestPagination(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var blue []string
+	blue := make([]string, 0, len(l.Items))
 	for _, w := range l.Items {
 		blue = append(blue, w.Name)
 	}

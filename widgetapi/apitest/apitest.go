@@ -157,4 +157,3 @@ func ContractChecker(t testing.TB, next http.Handler) http.Handler {
 		}
 	})
 }
-

@@ -17,8 +17,10 @@ type recordingTB struct {
 	errs []string
 }
 
-func (r *recordingTB) Errorf(format string, args ...any) { r.errs = append(r.errs, fmt.Sprintf(format, args...)) }
-func (r *recordingTB) Helper()                           {}
+func (r *recordingTB) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+func (r *recordingTB) Helper() {}
 
 func TestContractCheckerCatchesViolations(t *testing.T) {
 	cases := map[string]struct {

@@ -82,7 +82,7 @@ func (s *scheduler) run(stop <-chan struct{}) {
 	defer timer.Stop()
 	for {
 		s.mu.Lock()
-		var next time.Duration = time.Hour
+		next := time.Hour
 		var due []transition
 		now := s.now()
 		for s.queue.Len() > 0 && !s.queue[0].due.After(now) {

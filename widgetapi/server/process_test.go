@@ -37,7 +37,7 @@ func freePort(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close() //nolint:errcheck // test
+	defer l.Close()
 	return l.Addr().String()
 }
 

@@ -43,7 +43,7 @@ func raw(t *testing.T, env *apitest.Env, method, path, body string, hdr ...strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rsp.Body.Close() //nolint:errcheck // test
+	defer rsp.Body.Close()
 	p := widgetapi.Problem{}
 	data, _ := io.ReadAll(rsp.Body)
 	if rsp.StatusCode >= 400 {

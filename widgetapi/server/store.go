@@ -85,6 +85,12 @@ func seqKey(seq uint64) []byte {
 	return b
 }
 
+// seqToInt converts a bbolt sequence to the API's int64. Sequences start at
+// 1 and grow by one per change, so they cannot reach 2^63.
+func seqToInt(u uint64) int64 {
+	return int64(u & (1<<63 - 1)) //nolint:gosec // masked to 63 bits above
+}
+
 var errNotFound = errors.New("not found")
 
 // tx wraps a bbolt transaction with typed accessors.
@@ -228,7 +234,7 @@ func (t *tx) appendChange(project string, c widgetapi.Change) error {
 	if err != nil {
 		return err
 	}
-	c.Seq = int64(seq)
+	c.Seq = seqToInt(seq)
 	v, err := json.Marshal(changeRecord{Project: project, Change: c})
 	if err != nil {
 		return err
@@ -244,7 +250,7 @@ func (t *tx) appendChange(project string, c widgetapi.Change) error {
 }
 
 // latestSeq is the newest sequence number assigned.
-func (t *tx) latestSeq() int64 { return int64(t.Bucket(bucketChanges).Sequence()) }
+func (t *tx) latestSeq() int64 { return seqToInt(t.Bucket(bucketChanges).Sequence()) }
 
 // oldestRetained is the smallest sequence number still stored (latest+1 when
 // the feed is empty).
@@ -253,7 +259,7 @@ func (t *tx) oldestRetained() int64 {
 	if k == nil {
 		return t.latestSeq() + 1
 	}
-	return int64(binary.BigEndian.Uint64(k))
+	return seqToInt(binary.BigEndian.Uint64(k))
 }
 
 // changesAfter returns up to limit changes of project with a sequence greater
@@ -261,7 +267,8 @@ func (t *tx) oldestRetained() int64 {
 func (t *tx) changesAfter(project string, after int64, limit int) ([]widgetapi.Change, error) {
 	c := t.Bucket(bucketChanges).Cursor()
 	out := []widgetapi.Change{}
-	for k, v := c.Seek(seqKey(uint64(after) + 1)); k != nil && len(out) < limit; k, v = c.Next() {
+	start := uint64(max(after, 0)) + 1 //nolint:gosec // clamped to non-negative
+	for k, v := c.Seek(seqKey(start)); k != nil && len(out) < limit; k, v = c.Next() {
 		r := changeRecord{}
 		if err := json.Unmarshal(v, &r); err != nil {
 			return nil, err

@@ -11,7 +11,7 @@ import (
 // blank lines and lines starting with '#' ignored. Errors name the line, never
 // its content, so a malformed file cannot leak a token into a log.
 func LoadTokens(path string) (map[string]string, error) {
-	f, err := os.Open(path) //nolint:gosec // the operator names the file
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open tokens file: %w", err)
 	}
