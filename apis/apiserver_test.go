@@ -1,0 +1,408 @@
+package apis_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/widgetco/crossplane-widget/apis"
+	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
+	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	namespacedv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+)
+
+// TestAPIServer installs the generated CRDs in a real kube-apiserver (envtest)
+// and checks that it accepts valid objects, rejects invalid ones with the
+// message the CRD promises, and applies the CRDs' defaults. It needs the
+// kube-apiserver and etcd binaries; it is skipped unless KUBEBUILDER_ASSETS
+// points at them (eval "$(bash hack/tools.sh env)").
+func TestAPIServer(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Skip(`KUBEBUILDER_ASSETS is not set; run eval "$(bash hack/tools.sh env)" to test the CRDs against a real API server`)
+	}
+
+	env := &envtest.Environment{CRDDirectoryPaths: []string{crdDir}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		// Start may fail after it started the API server, e.g. when the API
+		// server rejects a CRD; stop whatever it started.
+		_ = env.Stop()
+		t.Fatalf("cannot start envtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("cannot stop envtest: %v", err)
+		}
+	})
+
+	s := runtime.NewScheme()
+	if err := apis.AddToScheme(s); err != nil {
+		t.Fatalf("AddToScheme(): %v", err)
+	}
+	if err := corev1.AddToScheme(s); err != nil {
+		t.Fatalf("corev1.AddToScheme(): %v", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatalf("cannot create client: %v", err)
+	}
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}); err != nil {
+		t.Fatalf("cannot create namespace: %v", err)
+	}
+
+	t.Run("Validation", func(t *testing.T) { testValidation(t, c) })
+	t.Run("Defaults", func(t *testing.T) { testDefaults(t, c) })
+}
+
+const testNamespace = "team-a"
+
+func nsWidget(fp commonv1alpha1.WidgetParameters) *namespacedv1alpha1.Widget {
+	return &namespacedv1alpha1.Widget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace},
+		Spec:       namespacedv1alpha1.WidgetSpec{ForProvider: fp},
+	}
+}
+
+func clWidget(fp commonv1alpha1.WidgetParameters) *clusterv1alpha1.Widget {
+	return &clusterv1alpha1.Widget{Spec: clusterv1alpha1.WidgetSpec{ForProvider: fp}}
+}
+
+func nsKey(fp namespacedv1alpha1.WidgetKeyParameters) *namespacedv1alpha1.WidgetKey {
+	return &namespacedv1alpha1.WidgetKey{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace},
+		Spec:       namespacedv1alpha1.WidgetKeySpec{ForProvider: fp},
+	}
+}
+
+func clKey(fp clusterv1alpha1.WidgetKeyParameters) *clusterv1alpha1.WidgetKey {
+	return &clusterv1alpha1.WidgetKey{Spec: clusterv1alpha1.WidgetKeySpec{ForProvider: fp}}
+}
+
+var (
+	tokenRef      = &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Name: "widget-token", Namespace: "crossplane-system"}, Key: "token"}
+	localTokenRef = &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "widget-token"}, Key: "token"}
+)
+
+func nsProviderConfig(endpoint, caBundle string, ref *xpv2.LocalSecretKeySelector) *namespacedv1alpha1.ProviderConfig {
+	return &namespacedv1alpha1.ProviderConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace},
+		Spec: commonv1alpha1.LocalProviderConfigSpec{
+			APIConnection: commonv1alpha1.APIConnection{Endpoint: endpoint, CABundle: caBundle},
+			Credentials:   commonv1alpha1.LocalProviderCredentials{Source: xpv2.CredentialsSourceSecret, SecretRef: ref},
+		},
+	}
+}
+
+func clusterSpec(endpoint string) commonv1alpha1.ProviderConfigSpec {
+	return commonv1alpha1.ProviderConfigSpec{
+		APIConnection: commonv1alpha1.APIConnection{Endpoint: endpoint},
+		Credentials:   commonv1alpha1.ProviderCredentials{Source: xpv2.CredentialsSourceSecret, SecretRef: tokenRef},
+	}
+}
+
+func labels(n int) map[string]string {
+	l := map[string]string{}
+	for i := range n {
+		l[string(rune('a'+i%26))+string(rune('a'+i/26))] = "v"
+	}
+	return l
+}
+
+func testValidation(t *testing.T, c client.Client) {
+	const pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+
+	cases := map[string]struct {
+		reason string
+		// create is created first; it must be accepted when update is set.
+		create client.Object
+		// update, if set, changes the created object, which is then updated.
+		update func(o client.Object)
+		// status makes the update a status update.
+		status bool
+		// wantErr is part of the API server's message rejecting the last
+		// write, or "" if the write must be accepted.
+		wantErr string
+	}{
+		"WidgetAllFields": {
+			reason: "A Widget that sets every field validly must be accepted.",
+			create: nsWidget(commonv1alpha1.WidgetParameters{Size: ptr.To("medium"), Region: ptr.To("eu-west-1"), Description: ptr.To("d"), Labels: map[string]string{"team": "a", "example.com/x_y.z": "v"}}),
+		},
+		"WidgetUnknownSize": {
+			reason:  "The Widget API knows only small, medium and large.",
+			create:  nsWidget(commonv1alpha1.WidgetParameters{Size: ptr.To("huge")}),
+			wantErr: `supported values: "small", "medium", "large"`,
+		},
+		"WidgetInvalidRegion": {
+			reason:  "A region must look like eu-west-1.",
+			create:  nsWidget(commonv1alpha1.WidgetParameters{Region: ptr.To("EU_WEST")}),
+			wantErr: "should match",
+		},
+		"WidgetInvalidLabelKey": {
+			reason:  "A label key with a space is not a valid key.",
+			create:  nsWidget(commonv1alpha1.WidgetParameters{Labels: map[string]string{"Bad Key": "v"}}),
+			wantErr: ruleLabelKeys.Message,
+		},
+		"WidgetLabelKeyTooLong": {
+			reason:  "A label key is at most 63 characters.",
+			create:  nsWidget(commonv1alpha1.WidgetParameters{Labels: map[string]string{strings.Repeat("a", 64): "v"}}),
+			wantErr: ruleLabelKeys.Message,
+		},
+		"WidgetReservedLabelKey": {
+			reason:  "Label keys under widgetco.io/ belong to the provider.",
+			create:  nsWidget(commonv1alpha1.WidgetParameters{Labels: map[string]string{"widgetco.io/owner": "me"}}),
+			wantErr: ruleLabelKeysReserved.Message,
+		},
+		"WidgetLabelValueTooLong": {
+			reason:  "A label value is at most 63 characters.",
+			create:  nsWidget(commonv1alpha1.WidgetParameters{Labels: map[string]string{"a": strings.Repeat("v", 64)}}),
+			wantErr: ruleLabelValues.Message,
+		},
+		"WidgetLabelValueUnicode": {
+			reason: "Printable non-ASCII label values within 63 bytes are valid.",
+			create: nsWidget(commonv1alpha1.WidgetParameters{Labels: map[string]string{"a": "Zürich ok", "b": ""}}),
+		},
+		"WidgetDescriptionMultiline": {
+			reason: "A description may span lines and hold tabs.",
+			create: nsWidget(commonv1alpha1.WidgetParameters{Description: ptr.To("Größe:\tklein\nzweite Zeile")}),
+		},
+		"WidgetDescriptionNotPrintable": {
+			reason:  "The Widget API rejects control characters other than tab and newline in a description.",
+			create:  nsWidget(commonv1alpha1.WidgetParameters{Description: ptr.To("bell\a")}),
+			wantErr: ruleDescriptionPrintable.Message,
+		},
+		"WidgetThirtyTwoLabels": {
+			reason: "A widget may have 32 labels.",
+			create: nsWidget(commonv1alpha1.WidgetParameters{Labels: labels(32)}),
+		},
+		"WidgetThirtyThreeLabels": {
+			reason:  "A widget may not have more than 32 labels.",
+			create:  nsWidget(commonv1alpha1.WidgetParameters{Labels: labels(33)}),
+			wantErr: "must have at most 32 items",
+		},
+		"WidgetDescriptionTooLong": {
+			reason:  "A description is at most 256 characters.",
+			create:  nsWidget(commonv1alpha1.WidgetParameters{Description: ptr.To(strings.Repeat("d", 257))}),
+			wantErr: "Too long",
+		},
+		"WidgetRegionChanged": {
+			reason:  "A widget cannot move to another region.",
+			create:  nsWidget(commonv1alpha1.WidgetParameters{Region: ptr.To("eu-west-1")}),
+			update:  func(o client.Object) { o.(*namespacedv1alpha1.Widget).Spec.ForProvider.Region = ptr.To("us-east-1") },
+			wantErr: ruleRegionImmutable.Message,
+		},
+		"WidgetRegionRemoved": {
+			reason:  "A widget's region cannot be unset once set.",
+			create:  nsWidget(commonv1alpha1.WidgetParameters{Region: ptr.To("eu-west-1")}),
+			update:  func(o client.Object) { o.(*namespacedv1alpha1.Widget).Spec.ForProvider.Region = nil },
+			wantErr: ruleRegionImmutable.Message,
+		},
+		"WidgetRegionLateInitialized": {
+			reason: "The provider may set a region that was unset, e.g. from the widget it observed.",
+			create: nsWidget(commonv1alpha1.WidgetParameters{}),
+			update: func(o client.Object) { o.(*namespacedv1alpha1.Widget).Spec.ForProvider.Region = ptr.To("eu-west-1") },
+		},
+		"WidgetResized": {
+			reason: "A widget's size may change.",
+			create: nsWidget(commonv1alpha1.WidgetParameters{Size: ptr.To("small"), Region: ptr.To("eu-west-1")}),
+			update: func(o client.Object) { o.(*namespacedv1alpha1.Widget).Spec.ForProvider.Size = ptr.To("large") },
+		},
+		"WidgetUnsupportedProviderConfigKind": {
+			reason: "A namespaced Widget can only use a ProviderConfig or a ClusterProviderConfig.",
+			create: func() client.Object {
+				w := nsWidget(commonv1alpha1.WidgetParameters{})
+				w.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "Secret", Name: "x"}
+				return w
+			}(),
+			wantErr: ruleProviderConfigKind.Message,
+		},
+		"WidgetUnknownObservedState": {
+			reason: "The provider must be able to record a state the Widget API added after this provider was built.",
+			create: nsWidget(commonv1alpha1.WidgetParameters{}),
+			update: func(o client.Object) {
+				o.(*namespacedv1alpha1.Widget).Status.AtProvider.State = "Hibernating"
+			},
+			status: true,
+		},
+		"ClusterWidgetRegionChanged": {
+			reason:  "A cluster-scoped widget cannot move to another region either.",
+			create:  clWidget(commonv1alpha1.WidgetParameters{Region: ptr.To("eu-west-1")}),
+			update:  func(o client.Object) { o.(*clusterv1alpha1.Widget).Spec.ForProvider.Region = ptr.To("us-east-1") },
+			wantErr: ruleRegionImmutable.Message,
+		},
+		"ClusterWidgetReservedLabelKey": {
+			reason:  "Label keys under widgetco.io/ belong to the provider in either scope.",
+			create:  clWidget(commonv1alpha1.WidgetParameters{Labels: map[string]string{"widgetco.io/owner": "me"}}),
+			wantErr: ruleLabelKeysReserved.Message,
+		},
+		"WidgetKeyWithoutWidget": {
+			reason:  "A key must say which widget it belongs to.",
+			create:  nsKey(namespacedv1alpha1.WidgetKeyParameters{}),
+			wantErr: ruleKeyNamesWidget.Message,
+		},
+		"WidgetKeyInvalidWidgetName": {
+			reason:  "A widget name is a DNS label.",
+			create:  nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetName: ptr.To("Bad_Name")}),
+			wantErr: "should match",
+		},
+		"WidgetKeyWidgetNameChanged": {
+			reason:  "A key cannot move to another widget.",
+			create:  nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetName: ptr.To("w1")}),
+			update:  func(o client.Object) { o.(*namespacedv1alpha1.WidgetKey).Spec.ForProvider.WidgetName = ptr.To("w2") },
+			wantErr: ruleWidgetNameImmutable.Message,
+		},
+		"WidgetKeyWidgetNameResolved": {
+			reason: "Crossplane sets widgetName from a reference after the key was created.",
+			create: nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetNameRef: &xpv2.NamespacedReference{Name: "w1"}}),
+			update: func(o client.Object) { o.(*namespacedv1alpha1.WidgetKey).Spec.ForProvider.WidgetName = ptr.To("w1") },
+		},
+		"WidgetKeyWidgetNameSelected": {
+			reason: "Crossplane sets widgetName and a widgetNameRef with the Widget's namespace when it resolves a selector.",
+			create: nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetNameSelector: &xpv2.NamespacedSelector{MatchLabels: map[string]string{"a": "b"}}}),
+			update: func(o client.Object) {
+				k := o.(*namespacedv1alpha1.WidgetKey)
+				k.Spec.ForProvider.WidgetName = ptr.To("w1")
+				k.Spec.ForProvider.WidgetNameRef = &xpv2.NamespacedReference{Name: "w1", Namespace: testNamespace}
+			},
+		},
+		"WidgetKeyDescriptionChanged": {
+			reason: "The Widget API cannot change a key's description.",
+			create: nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetName: ptr.To("w1"), WidgetKeyParameters: commonv1alpha1.WidgetKeyParameters{Description: ptr.To("one")}}),
+			update: func(o client.Object) {
+				o.(*namespacedv1alpha1.WidgetKey).Spec.ForProvider.Description = ptr.To("two")
+			},
+			wantErr: ruleKeyDescriptionImmutable.Message,
+		},
+		"WidgetKeyDescriptionNotPrintable": {
+			reason:  "The Widget API rejects control characters other than tab and newline in a key's description.",
+			create:  nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetName: ptr.To("w1"), WidgetKeyParameters: commonv1alpha1.WidgetKeyParameters{Description: ptr.To("carriage\rreturn")}}),
+			wantErr: ruleDescriptionPrintable.Message,
+		},
+		"ClusterWidgetKeyWidgetNameChanged": {
+			reason:  "A cluster-scoped key cannot move to another widget.",
+			create:  clKey(clusterv1alpha1.WidgetKeyParameters{WidgetName: ptr.To("w1")}),
+			update:  func(o client.Object) { o.(*clusterv1alpha1.WidgetKey).Spec.ForProvider.WidgetName = ptr.To("w2") },
+			wantErr: ruleWidgetNameImmutable.Message,
+		},
+		"ClusterWidgetKeySelector": {
+			reason: "A cluster-scoped key may select its widget by labels.",
+			create: clKey(clusterv1alpha1.WidgetKeyParameters{WidgetNameSelector: &xpv2.Selector{MatchLabels: map[string]string{"a": "b"}}}),
+		},
+		"ProviderConfig": {
+			reason: "A namespaced ProviderConfig with an endpoint, a CA bundle and a token Secret must be accepted.",
+			create: nsProviderConfig("https://widgets.example.com/api", pem, localTokenRef),
+		},
+		"ProviderConfigEndpointNotHTTP": {
+			reason:  "The Widget API is served over http or https.",
+			create:  nsProviderConfig("ftp://widgets.example.com", "", localTokenRef),
+			wantErr: "should match '^https?://'",
+		},
+		"ProviderConfigEndpointWithoutHost": {
+			reason:  "An endpoint needs a host.",
+			create:  nsProviderConfig("https://", "", localTokenRef),
+			wantErr: ruleEndpointHost.Message,
+		},
+		"ProviderConfigWithoutSecretRef": {
+			reason:  "Secret credentials must name the Secret key.",
+			create:  nsProviderConfig("https://widgets.example.com", "", nil),
+			wantErr: ruleLocalSecretRefRequired.Message,
+		},
+		"ProviderConfigCABundleNotPEM": {
+			reason:  "A CA bundle must be PEM.",
+			create:  nsProviderConfig("https://widgets.example.com", "not a certificate", localTokenRef),
+			wantErr: ruleCABundlePEM.Message,
+		},
+		"ClusterProviderConfig": {
+			reason: "A ClusterProviderConfig with an endpoint and a token Secret must be accepted.",
+			create: &namespacedv1alpha1.ClusterProviderConfig{Spec: clusterSpec("http://127.0.0.1:8080")},
+		},
+		"LegacyProviderConfig": {
+			reason: "A cluster-scoped ProviderConfig with an endpoint and a token Secret must be accepted.",
+			create: &clusterv1alpha1.ProviderConfig{Spec: clusterSpec("http://127.0.0.1:8080")},
+		},
+		"ProviderConfigUsage": {
+			reason: "A usage of a ClusterProviderConfig by a namespaced Widget must be accepted in the Widget's namespace.",
+			create: &namespacedv1alpha1.ProviderConfigUsage{
+				ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace},
+				TypedProviderConfigUsage: xpv2.TypedProviderConfigUsage{
+					ProviderConfigReference: xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"},
+					ResourceReference:       xpv2.TypedReference{APIVersion: namespacedv1alpha1.SchemeGroupVersion.String(), Kind: "Widget", Name: "w"},
+				},
+			},
+		},
+		"LegacyProviderConfigUsage": {
+			reason: "A usage of a ProviderConfig by a cluster-scoped Widget must be accepted.",
+			create: &clusterv1alpha1.ProviderConfigUsage{
+				ProviderConfigUsage: xpv2.ProviderConfigUsage{
+					ProviderConfigReference: xpv2.Reference{Name: "default"},
+					ResourceReference:       xpv2.TypedReference{APIVersion: clusterv1alpha1.SchemeGroupVersion.String(), Kind: "Widget", Name: "w"},
+				},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			tc.create.SetName(strings.ToLower(name))
+			err := c.Create(ctx, tc.create)
+			if tc.update != nil {
+				if err != nil {
+					t.Fatalf("%s\nCreate(): %v", tc.reason, err)
+				}
+				tc.update(tc.create)
+				if tc.status {
+					err = c.Status().Update(ctx, tc.create)
+				} else {
+					err = c.Update(ctx, tc.create)
+				}
+			}
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Errorf("%s\nwant the write accepted, got: %v", tc.reason, err)
+				}
+				return
+			}
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s\nwant the write rejected as invalid with %q, got: %v", tc.reason, tc.wantErr, err)
+			}
+		})
+	}
+}
+
+func testDefaults(t *testing.T, c client.Client) {
+	ctx := context.Background()
+
+	nw := nsWidget(commonv1alpha1.WidgetParameters{})
+	nw.SetName("defaults")
+	if err := c.Create(ctx, nw); err != nil {
+		t.Fatalf("Create(): %v", err)
+	}
+	if diff := cmp.Diff(&xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"}, nw.GetProviderConfigReference()); diff != "" {
+		t.Errorf("A namespaced Widget without a providerConfigRef should use the ClusterProviderConfig named default: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff(xpv2.ManagementPolicies{xpv2.ManagementActionAll}, nw.GetManagementPolicies()); diff != "" {
+		t.Errorf("A namespaced Widget should be fully managed by default: -want, +got:\n%s", diff)
+	}
+
+	cw := clWidget(commonv1alpha1.WidgetParameters{})
+	cw.SetName("defaults")
+	if err := c.Create(ctx, cw); err != nil {
+		t.Fatalf("Create(): %v", err)
+	}
+	if diff := cmp.Diff(&xpv2.Reference{Name: "default"}, cw.GetProviderConfigReference()); diff != "" {
+		t.Errorf("A cluster-scoped Widget without a providerConfigRef should use the ProviderConfig named default: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff(xpv2.DeletionDelete, cw.GetDeletionPolicy()); diff != "" {
+		t.Errorf("A cluster-scoped Widget should delete its widget by default: -want, +got:\n%s", diff)
+	}
+}
