@@ -15,9 +15,8 @@ type Follower struct {
 	// block for long; the next poll waits for it.
 	Handle func(ctx context.Context, c Change)
 	// OnResync is called when the follower lost its position (the server no
-	// longer retains it, or the follower started from FromLatest): changes
-	// may have been missed, so the caller should re-read what it cares about.
-	// Optional.
+	// longer retains it): changes were missed, so the caller should re-read
+	// what it cares about. Optional.
 	OnResync func(ctx context.Context)
 	// OnError is told about every failed poll and the wait before the next
 	// one. Optional.
@@ -49,7 +48,6 @@ func (f *Follower) Run(ctx context.Context, from int64) int64 {
 				continue
 			}
 			pos, failures = l.LatestSeq, 0
-			f.resync(ctx)
 			continue
 		}
 		l, err := f.client.Changes(ctx, ChangesOptions{After: pos, Wait: f.Wait})

@@ -1,0 +1,251 @@
+// Package clients resolves a managed resource's ProviderConfig into a
+// connection to the Widget API: endpoint, bearer token from a Secret,
+// optional private CA. It is read on every reconcile, so changes to a
+// ProviderConfig or its Secret take effect without a restart.
+package clients
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
+	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	"github.com/widgetco/crossplane-widget/widgetapi"
+)
+
+// A Connection is a ready-to-use Widget API client and the identity of the
+// account it acts as.
+type Connection struct {
+	// Client calls the Widget API with the ProviderConfig's credentials.
+	Client *widgetapi.Client
+	// Key identifies the endpoint and credentials (it embeds a hash of the
+	// token, never the token). Connections with equal keys see the same
+	// widgets; rate limits and change feeds are tracked per key.
+	Key string
+	// Endpoint is the Widget API URL.
+	Endpoint string
+}
+
+// A Resolver turns managed resources into Connections. It is safe for
+// concurrent use.
+type Resolver struct {
+	kube    client.Client
+	modern  resource.ModernTracker
+	legacy  resource.LegacyTracker
+	ua      string
+	observe widgetapi.ObserveFunc
+	retry   widgetapi.RetryPolicy
+
+	mu          sync.Mutex
+	httpClients map[string]*http.Client
+}
+
+// An Option configures a Resolver.
+type Option func(*Resolver)
+
+// WithUserAgent sets the User-Agent of Widget API requests.
+func WithUserAgent(ua string) Option { return func(r *Resolver) { r.ua = ua } }
+
+// WithObserver reports every Widget API call (for metrics).
+func WithObserver(fn widgetapi.ObserveFunc) Option { return func(r *Resolver) { r.observe = fn } }
+
+// WithRetryPolicy sets the client's retry policy for idempotent calls.
+func WithRetryPolicy(p widgetapi.RetryPolicy) Option { return func(r *Resolver) { r.retry = p } }
+
+// NewResolver returns a Resolver that reads ProviderConfigs and Secrets with
+// kube and records ProviderConfigUsages, so a ProviderConfig in use cannot be
+// deleted.
+func NewResolver(kube client.Client, opts ...Option) *Resolver {
+	r := &Resolver{
+		kube:        kube,
+		modern:      resource.NewProviderConfigUsageTracker(kube, &nsv1alpha1.ProviderConfigUsage{}),
+		legacy:      resource.NewLegacyProviderConfigUsageTracker(kube, &clusterv1alpha1.ProviderConfigUsage{}),
+		ua:          "provider-widget",
+		observe:     func(string, int, time.Duration) {},
+		retry:       widgetapi.DefaultRetryPolicy,
+		httpClients: map[string]*http.Client{},
+	}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// Resolve finds mg's ProviderConfig, records that mg uses it, reads the token
+// and returns a Connection. Errors say which object is missing or wrong and
+// never contain the token.
+func (r *Resolver) Resolve(ctx context.Context, mg resource.Managed) (*Connection, error) {
+	pc, err := r.providerConfig(ctx, mg)
+	if err != nil {
+		return nil, err
+	}
+	spec := pc.GetProviderConfigSpec()
+	token, err := r.token(ctx, spec.Credentials)
+	if err != nil {
+		return nil, err
+	}
+	hc, caHash, err := r.httpClient(spec.CABundle)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot use the caBundle of %s", describe(pc))
+	}
+	c, err := widgetapi.New(spec.Endpoint,
+		widgetapi.WithToken(token),
+		widgetapi.WithHTTPClient(hc),
+		widgetapi.WithUserAgent(r.ua),
+		widgetapi.WithObserver(r.observe),
+		widgetapi.WithRetryPolicy(r.retry))
+	if err != nil {
+		return nil, errors.Wrapf(err, "invalid endpoint in %s", describe(pc))
+	}
+	sum := sha256.Sum256([]byte(token))
+	return &Connection{
+		Client:   c,
+		Key:      spec.Endpoint + "#" + hex.EncodeToString(sum[:6]) + caHash,
+		Endpoint: spec.Endpoint,
+	}, nil
+}
+
+// providerConfig tracks usage and returns mg's ProviderConfig, whatever its
+// scope and kind.
+func (r *Resolver) providerConfig(ctx context.Context, mg resource.Managed) (commonv1alpha1.ProviderConfigResource, error) {
+	switch m := mg.(type) {
+	case resource.ModernManaged:
+		ref := m.GetProviderConfigReference()
+		if ref == nil || ref.Name == "" {
+			return nil, errors.New("spec.providerConfigRef is not set: name a ProviderConfig in this namespace or a ClusterProviderConfig")
+		}
+		var pc commonv1alpha1.ProviderConfigResource
+		var key types.NamespacedName
+		switch ref.Kind {
+		case nsv1alpha1.ProviderConfigKind, "":
+			pc, key = &nsv1alpha1.ProviderConfig{}, types.NamespacedName{Namespace: m.GetNamespace(), Name: ref.Name}
+		case nsv1alpha1.ClusterProviderConfigKind:
+			pc, key = &nsv1alpha1.ClusterProviderConfig{}, types.NamespacedName{Name: ref.Name}
+		default:
+			return nil, errors.Errorf("spec.providerConfigRef.kind %q is not supported: use ProviderConfig or ClusterProviderConfig", ref.Kind)
+		}
+		if err := r.kube.Get(ctx, key, pc); err != nil {
+			return nil, getError(err, describeRef(ref.Kind, key))
+		}
+		if err := r.modern.Track(ctx, m); err != nil {
+			return nil, errors.Wrap(err, "cannot track ProviderConfig usage")
+		}
+		return pc, nil
+	case resource.LegacyManaged:
+		ref := m.GetProviderConfigReference()
+		if ref == nil || ref.Name == "" {
+			return nil, errors.New("spec.providerConfigRef is not set: name a ProviderConfig (widget.widgetco.io)")
+		}
+		pc := &clusterv1alpha1.ProviderConfig{}
+		key := types.NamespacedName{Name: ref.Name}
+		if err := r.kube.Get(ctx, key, pc); err != nil {
+			return nil, getError(err, describeRef("ProviderConfig", key))
+		}
+		if err := r.legacy.Track(ctx, m); err != nil {
+			return nil, errors.Wrap(err, "cannot track ProviderConfig usage")
+		}
+		return pc, nil
+	default:
+		return nil, errors.Errorf("%T is not a managed resource this provider understands", mg)
+	}
+}
+
+func getError(err error, what string) error {
+	if kerrors.IsNotFound(err) {
+		return errors.Errorf("%s not found: create it or fix spec.providerConfigRef", what)
+	}
+	return errors.Wrapf(err, "cannot get %s", what)
+}
+
+func describeRef(kind string, key types.NamespacedName) string {
+	if kind == "" {
+		kind = "ProviderConfig"
+	}
+	if key.Namespace != "" {
+		return kind + " " + key.Namespace + "/" + key.Name
+	}
+	return kind + " " + key.Name
+}
+
+func describe(pc commonv1alpha1.ProviderConfigResource) string {
+	kind := "ProviderConfig"
+	if _, ok := pc.(*nsv1alpha1.ClusterProviderConfig); ok {
+		kind = "ClusterProviderConfig"
+	}
+	return describeRef(kind, types.NamespacedName{Namespace: pc.GetNamespace(), Name: pc.GetName()})
+}
+
+// token reads the bearer token from the referenced Secret key.
+func (r *Resolver) token(ctx context.Context, cr commonv1alpha1.ProviderCredentials) (string, error) {
+	if cr.Source != xpv2.CredentialsSourceSecret {
+		return "", errors.Errorf("credentials source %q is not supported: use Secret", cr.Source)
+	}
+	ref := cr.SecretRef
+	if ref == nil || ref.Name == "" || ref.Key == "" {
+		return "", errors.New("spec.credentials.secretRef must name a Secret and a key holding the Widget API token")
+	}
+	s := &corev1.Secret{}
+	if err := r.kube.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, s); err != nil {
+		if kerrors.IsNotFound(err) {
+			return "", errors.Errorf("token Secret %s/%s not found: create it with the Widget API token under key %q", ref.Namespace, ref.Name, ref.Key)
+		}
+		return "", errors.Wrapf(err, "cannot get token Secret %s/%s", ref.Namespace, ref.Name)
+	}
+	tok := strings.TrimSpace(string(s.Data[ref.Key]))
+	if tok == "" {
+		return "", errors.Errorf("token Secret %s/%s has no (or an empty) key %q", ref.Namespace, ref.Name, ref.Key)
+	}
+	return tok, nil
+}
+
+// httpClient returns a shared HTTP client for a CA bundle (so connections are
+// pooled across reconciles) and a short hash naming the bundle.
+func (r *Resolver) httpClient(caBundle string) (*http.Client, string, error) {
+	key := ""
+	if caBundle != "" {
+		sum := sha256.Sum256([]byte(caBundle))
+		key = "@" + hex.EncodeToString(sum[:4])
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if hc, ok := r.httpClients[key]; ok {
+		return hc, key, nil
+	}
+	tr := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout:   10 * time.Second,
+		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   32,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+	}
+	if caBundle != "" {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM([]byte(caBundle)) {
+			return nil, "", errors.New("caBundle holds no PEM certificate")
+		}
+		tr.TLSClientConfig.RootCAs = pool
+	}
+	hc := &http.Client{Transport: tr}
+	r.httpClients[key] = hc
+	return hc, key, nil
+}

@@ -1,0 +1,73 @@
+package clients
+
+import (
+	"context"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/widgetco/crossplane-widget/widgetapi"
+)
+
+// A Follower follows a connection's change feed and requeues the managed
+// resource key of kind when widget changes. Calls must be cheap and
+// idempotent: every reconcile makes one.
+type Follower interface {
+	Follow(c *Connection, kind, widget string, key types.NamespacedName)
+}
+
+// A Delayer asks the controller not to retry a request sooner than d.
+type Delayer interface {
+	After(req reconcile.Request, d time.Duration)
+}
+
+// A Gate connects managed resources to the Widget API on behalf of a
+// controller, and keeps the controller from hammering an API that is rate
+// limiting it: after a 429, calls through the same connection are skipped and
+// the managed resources are requeued after the server's Retry-After.
+type Gate struct {
+	Resolver *Resolver
+	Throttle *Throttle
+	Feeds    Follower
+}
+
+// A Session is one reconcile's connection.
+type Session struct {
+	*Connection
+	gate  *Gate
+	req   reconcile.Request
+	delay Delayer
+}
+
+// Connect resolves mg's connection. It fails without calling the API while
+// the connection is throttled. kind and widget say which change feed entries
+// concern mg.
+func (g *Gate) Connect(ctx context.Context, mg resource.Managed, delay Delayer, kind, widget string) (*Session, error) {
+	c, err := g.Resolver.Resolve(ctx, mg)
+	if err != nil {
+		return nil, err
+	}
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}}
+	if d := g.Throttle.Remaining(c.Key); d > 0 {
+		delay.After(req, d)
+		return nil, errors.Errorf("the Widget API at %s asked this provider to slow down; pausing calls for %s", c.Endpoint, d.Round(time.Second))
+	}
+	if g.Feeds != nil {
+		g.Feeds.Follow(c, kind, widget, req.NamespacedName)
+	}
+	return &Session{Connection: c, gate: g, req: req, delay: delay}, nil
+}
+
+// Check inspects an API error: a 429 throttles the connection and delays
+// this resource's retry by the server's Retry-After. It returns err.
+func (s *Session) Check(err error) error {
+	if d, ok := widgetapi.IsRateLimited(err); ok {
+		d = max(d, time.Second)
+		s.gate.Throttle.Set(s.Key, d)
+		s.delay.After(s.req, d)
+	}
+	return err
+}

@@ -1,0 +1,60 @@
+// Package config reconciles the three ProviderConfig kinds: it counts their
+// users (ProviderConfigUsages) and keeps a ProviderConfig in use from being
+// deleted.
+package config
+
+import (
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/providerconfig"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
+	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+)
+
+// Setup adds a controller for each ProviderConfig kind. A
+// ClusterProviderConfig's users are namespaced ProviderConfigUsages (labelled
+// with the config's kind), which is what crossplane-runtime's usage tracker
+// creates for namespaced managed resources.
+func Setup(mgr ctrl.Manager, o controller.Options) error {
+	for _, k := range []struct {
+		name  string
+		kinds resource.ProviderConfigKinds
+		pc    client.Object
+		usage client.Object
+	}{
+		{
+			name:  providerconfig.ControllerName(nsv1alpha1.ProviderConfigGroupKind),
+			kinds: resource.ProviderConfigKinds{Config: nsv1alpha1.ProviderConfigGroupVersionKind, Usage: nsv1alpha1.ProviderConfigUsageGroupVersionKind, UsageList: nsv1alpha1.ProviderConfigUsageListGroupVersionKind},
+			pc:    &nsv1alpha1.ProviderConfig{}, usage: &nsv1alpha1.ProviderConfigUsage{},
+		},
+		{
+			name:  providerconfig.ControllerName(nsv1alpha1.ClusterProviderConfigGroupKind),
+			kinds: resource.ProviderConfigKinds{Config: nsv1alpha1.ClusterProviderConfigGroupVersionKind, Usage: nsv1alpha1.ProviderConfigUsageGroupVersionKind, UsageList: nsv1alpha1.ProviderConfigUsageListGroupVersionKind},
+			pc:    &nsv1alpha1.ClusterProviderConfig{}, usage: &nsv1alpha1.ProviderConfigUsage{},
+		},
+		{
+			name:  providerconfig.ControllerName(clusterv1alpha1.ProviderConfigGroupKind),
+			kinds: resource.ProviderConfigKinds{Config: clusterv1alpha1.ProviderConfigGroupVersionKind, Usage: clusterv1alpha1.ProviderConfigUsageGroupVersionKind, UsageList: clusterv1alpha1.ProviderConfigUsageListGroupVersionKind},
+			pc:    &clusterv1alpha1.ProviderConfig{}, usage: &clusterv1alpha1.ProviderConfigUsage{},
+		},
+	} {
+		r := providerconfig.NewReconciler(mgr, k.kinds,
+			providerconfig.WithLogger(o.Logger.WithValues("controller", k.name)),
+			providerconfig.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(k.name))))
+		err := ctrl.NewControllerManagedBy(mgr).
+			Named(k.name).
+			WithOptions(o.ForControllerRuntime()).
+			For(k.pc).
+			Watches(k.usage, &resource.EnqueueRequestForProviderConfig{}).
+			Complete(ratelimiter.NewReconciler(k.name, r, o.GlobalRateLimiter))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

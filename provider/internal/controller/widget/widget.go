@@ -1,0 +1,269 @@
+// Package widget reconciles Widget managed resources of both scopes
+// (widget.m.widgetco.io and widget.widgetco.io) with widgets in the Widget
+// API. One generic implementation serves both scopes.
+package widget
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	"github.com/widgetco/crossplane-widget/provider/internal/clients"
+	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
+	"github.com/widgetco/crossplane-widget/provider/internal/mrsetup"
+	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/widgetapi"
+)
+
+// API is the part of the Widget API client the controller uses.
+type API interface {
+	GetWidget(ctx context.Context, name string) (*widgetapi.Widget, error)
+	CreateWidget(ctx context.Context, req widgetapi.CreateWidgetRequest) (*widgetapi.Widget, error)
+	ReplaceWidget(ctx context.Context, name string, req widgetapi.ReplaceWidgetRequest, opts ...widgetapi.RequestOption) (*widgetapi.Widget, error)
+	DeleteWidget(ctx context.Context, name string, opts ...widgetapi.RequestOption) (*widgetapi.Widget, error)
+}
+
+// Reasons of events and conditions.
+const (
+	ReasonDriftRepaired event.Reason = "DriftRepaired"
+	ReasonUpdated       event.Reason = "UpdatedWidget"
+	ReasonAdopted       event.Reason = "AdoptedWidget"
+	ReasonResizing      xpv2.ConditionReason = "Resizing"
+)
+
+// connector connects a Widget of scope T to the Widget API.
+type connector[T commonv1alpha1.WidgetResource] struct {
+	gate     *clients.Gate
+	delay    clients.Delayer
+	record   event.Recorder
+	metrics  *metrics.Metrics
+	kind     string
+	feedKind string
+}
+
+// Connect resolves the ProviderConfig and returns a client for one reconcile.
+func (c *connector[T]) Connect(ctx context.Context, mg T) (managed.TypedExternalClient[T], error) {
+	s, err := c.gate.Connect(ctx, mg, c.delay, c.feedKind, meta.GetExternalName(mg))
+	if err != nil {
+		return nil, err
+	}
+	return &external[T]{api: s.Client, check: s.Check, record: c.record, metrics: c.metrics, kind: c.kind}, nil
+}
+
+// external manages one Widget's widget.
+type external[T commonv1alpha1.WidgetResource] struct {
+	api     API
+	check   func(error) error
+	record  event.Recorder
+	metrics *metrics.Metrics
+	kind    string
+}
+
+// Observe reads the widget, takes ownership decisions, late-initializes the
+// spec, reports status and conditions, and compares what the user specified
+// with what the API reports.
+func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObservation, error) {
+	name := meta.GetExternalName(mg)
+	if name == "" {
+		return managed.ExternalObservation{}, nil
+	}
+	if !names.ValidWidgetName(name) {
+		return managed.ExternalObservation{}, errors.Errorf("external name %q is not a valid widget name: use at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit", name)
+	}
+	w, err := e.api.GetWidget(ctx, name)
+	if widgetapi.IsNotFound(err) {
+		return managed.ExternalObservation{}, nil
+	}
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(e.check(err), "cannot get widget")
+	}
+
+	me := names.Owner(mg)
+	owner := w.Labels[names.OwnerLabel]
+	if owner != "" && owner != me {
+		if meta.WasDeleted(mg) {
+			// Not ours: deleting this resource must not delete it.
+			return managed.ExternalObservation{}, nil
+		}
+		return managed.ExternalObservation{}, errors.Errorf("widget %s is already managed by %s (label %s=%s); one widget can have only one managing resource: choose another external name, or delete or orphan that resource first", name, names.DescribeOwner(owner), names.OwnerLabel, owner)
+	}
+	if owner == "" && names.Defaulted(mg) && !observeOnly(mg) && !meta.WasDeleted(mg) {
+		return managed.ExternalObservation{}, errors.Errorf("a widget named %s already exists and no managed resource owns it; to adopt it, set the annotation %s: %s explicitly (or choose another name)", name, meta.AnnotationKeyExternalName, name)
+	}
+
+	p := mg.GetWidgetParameters()
+	lateInit := lateInitialize(p, w)
+	mg.SetWidgetObservation(observation(w))
+	mg.SetConditions(readiness(w, meta.WasDeleted(mg)))
+
+	o := managed.ExternalObservation{
+		ResourceExists:          true,
+		ResourceUpToDate:        true,
+		ResourceLateInitialized: lateInit,
+	}
+	if w.Endpoint != "" {
+		o.ConnectionDetails = managed.ConnectionDetails{"endpoint": []byte(w.Endpoint)}
+	}
+	if w.State == widgetapi.StateDeleting {
+		// Being deleted (by us or out of band): nothing to update until it
+		// is gone; an out-of-band delete is then repaired by re-creating.
+		return o, nil
+	}
+	d := compare(p, w, me)
+	o.ResourceUpToDate = d.empty()
+	o.Diff = d.String()
+	return o, nil
+}
+
+// Create creates the widget under the external name, carrying the ownership
+// marker so a crash before the name is recorded cannot orphan it.
+func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreation, error) {
+	name := meta.GetExternalName(mg)
+	p := mg.GetWidgetParameters()
+	w, err := e.api.CreateWidget(ctx, widgetapi.CreateWidgetRequest{
+		Name:        name,
+		Size:        deref(p.Size, ""),
+		Region:      deref(p.Region, ""),
+		Labels:      desiredLabels(p, nil, names.Owner(mg)),
+		Description: deref(p.Description, ""),
+	})
+	if widgetapi.IsAlreadyExists(err) {
+		return managed.ExternalCreation{}, errors.Errorf("the Widget API already has a widget named %s (created concurrently, or still being deleted); retrying", name)
+	}
+	if err != nil {
+		return managed.ExternalCreation{}, errors.Wrap(e.check(err), "cannot create widget")
+	}
+	mg.SetWidgetObservation(observation(w))
+	mg.SetConditions(readiness(w, false))
+	return managed.ExternalCreation{}, nil
+}
+
+// Update makes the widget match the spec with a conditional PUT, so a
+// concurrent change is never overwritten blindly. Region cannot change.
+func (e *external[T]) Update(ctx context.Context, mg T) (managed.ExternalUpdate, error) {
+	name := meta.GetExternalName(mg)
+	p, obs := mg.GetWidgetParameters(), mg.GetWidgetObservation()
+	if p.Region != nil && obs.Region != "" && *p.Region != obs.Region {
+		return managed.ExternalUpdate{}, errors.Errorf("spec.forProvider.region is %q but widget %s is in %q, and a widget's region cannot change: set region back to %q, or delete this resource and create a new one in %q", *p.Region, name, obs.Region, obs.Region, *p.Region)
+	}
+	before := compare(p, fromObservation(obs), names.Owner(mg))
+	cause := e.cause(mg, obs)
+	w, err := e.api.ReplaceWidget(ctx, name, widgetapi.ReplaceWidgetRequest{
+		Size:        deref(p.Size, obs.Size),
+		Labels:      desiredLabels(p, obs.Labels, names.Owner(mg)),
+		Description: deref(p.Description, obs.Description),
+	}, widgetapi.IfGeneration(obs.Generation))
+	if widgetapi.IsPreconditionFailed(err) {
+		return managed.ExternalUpdate{}, errors.Errorf("widget %s changed while it was being updated; reading it again", name)
+	}
+	if err != nil {
+		return managed.ExternalUpdate{}, errors.Wrap(e.check(err), "cannot update widget")
+	}
+	mg.SetWidgetObservation(observation(w))
+	mg.SetConditions(readiness(w, false))
+
+	e.metrics.Updates.WithLabelValues(e.kind, cause).Inc()
+	switch cause {
+	case "drift":
+		e.record.Event(mg, event.Normal(ReasonDriftRepaired, "Widget was changed outside Crossplane; restored it: "+before.String()))
+	case "adopt":
+		e.record.Event(mg, event.Normal(ReasonAdopted, "Adopted widget "+name+"; it is now managed by this resource"))
+	default:
+		e.record.Event(mg, event.Normal(ReasonUpdated, "Updated widget to match the spec: "+before.String()))
+	}
+	return managed.ExternalUpdate{}, nil
+}
+
+// cause classifies an update: adopting an unowned widget, following a spec
+// change, or repairing drift (the spec has not changed since the last
+// successful sync, so the widget must have changed behind our back).
+func (e *external[T]) cause(mg T, obs *commonv1alpha1.WidgetObservation) string {
+	if obs.Labels[names.OwnerLabel] == "" {
+		return "adopt"
+	}
+	synced := mg.GetCondition(xpv2.TypeSynced)
+	if synced.Status == "True" && synced.ObservedGeneration == mg.GetGeneration() {
+		return "drift"
+	}
+	return "spec"
+}
+
+// Delete starts deleting the widget; the reconciler calls again until
+// Observe reports it gone. A widget that is already gone is success.
+func (e *external[T]) Delete(ctx context.Context, mg T) (managed.ExternalDelete, error) {
+	_, err := e.api.DeleteWidget(ctx, meta.GetExternalName(mg))
+	if err != nil && !widgetapi.IsNotFound(err) {
+		return managed.ExternalDelete{}, errors.Wrap(e.check(err), "cannot delete widget")
+	}
+	mg.SetConditions(xpv2.Deleting())
+	return managed.ExternalDelete{}, nil
+}
+
+// Disconnect is a no-op: the HTTP client is shared.
+func (e *external[T]) Disconnect(context.Context) error { return nil }
+
+// observeOnly reports whether the management policies only observe.
+func observeOnly(mg commonv1alpha1.WidgetResource) bool {
+	p := mg.GetManagementPolicies()
+	return len(p) == 1 && p[0] == xpv2.ManagementActionObserve
+}
+
+// readiness maps the widget's state to the Ready condition.
+func readiness(w *widgetapi.Widget, deleting bool) xpv2.Condition {
+	switch w.State {
+	case widgetapi.StateReady:
+		return xpv2.Available()
+	case widgetapi.StateProvisioning:
+		return xpv2.Creating().WithMessage("The Widget API is provisioning the widget")
+	case widgetapi.StateResizing:
+		return xpv2.Condition{Type: xpv2.TypeReady, Status: "False", Reason: ReasonResizing, Message: "The Widget API is resizing the widget to " + w.Size}
+	case widgetapi.StateFailed:
+		return xpv2.Unavailable().WithMessage("The widget failed: " + w.Message)
+	case widgetapi.StateDeleting:
+		if deleting {
+			return xpv2.Deleting()
+		}
+		return xpv2.Unavailable().WithMessage("The widget is being deleted outside Crossplane; it will be created again once it is gone")
+	default:
+		return xpv2.Unavailable().WithMessage(fmt.Sprintf("The widget is in state %q, which this provider does not know", w.State))
+	}
+}
+
+// Setup adds a controller that reconciles Widgets of the kind gvk, whose Go
+// type is T.
+func Setup[T commonv1alpha1.WidgetResource](mgr ctrl.Manager, o controller.Options, d mrsetup.Deps, gvk schema.GroupVersionKind, newObj func() T, newList func() resource.ManagedList) error {
+	return mrsetup.Setup(mgr, o, d, gvk, newObj, newList, func(env mrsetup.Env) managed.TypedExternalConnector[T] {
+		return &connector[T]{gate: d.Gate, delay: env.Limiter, record: env.Record, metrics: d.Metrics, kind: gvk.Kind, feedKind: env.Kind}
+	})
+}
+
+func deref(p *string, def string) string {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// desiredLabels is the label map the widget should carry: the user's labels
+// (or, when the spec names none, the labels it has) plus the ownership marker.
+func desiredLabels(p *commonv1alpha1.WidgetParameters, current map[string]string, owner string) map[string]string {
+	src := p.Labels
+	if src == nil {
+		src = current
+	}
+	out := make(map[string]string, len(src)+1)
+	maps.Copy(out, src)
+	out[names.OwnerLabel] = owner
+	return out
+}

@@ -1,0 +1,241 @@
+// Package widgetkey reconciles WidgetKey managed resources of both scopes
+// with access keys in the Widget API, and publishes each key's secret as
+// connection details - the only place it ever appears.
+package widgetkey
+
+import (
+	"context"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	"github.com/widgetco/crossplane-widget/provider/internal/clients"
+	"github.com/widgetco/crossplane-widget/provider/internal/mrsetup"
+	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/widgetapi"
+)
+
+// Connection detail keys a WidgetKey publishes.
+const (
+	DetailKey      = "key"
+	DetailKeyName  = "keyName"
+	DetailWidget   = "widget"
+	DetailEndpoint = "endpoint"
+)
+
+// ReasonRotated is the event reason when a key whose secret was lost is
+// revoked so a new one can be created.
+const ReasonRotated event.Reason = "RotatedKey"
+
+// API is the part of the Widget API client the controller uses.
+type API interface {
+	GetWidget(ctx context.Context, name string) (*widgetapi.Widget, error)
+	GetKey(ctx context.Context, widget, key string) (*widgetapi.Key, error)
+	CreateKey(ctx context.Context, widget string, req widgetapi.CreateKeyRequest) (*widgetapi.KeyWithSecret, error)
+	DeleteKey(ctx context.Context, widget, key string) error
+}
+
+// A SecretReader reads connection Secrets.
+type SecretReader interface {
+	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
+}
+
+type connector[T commonv1alpha1.WidgetKeyResource] struct {
+	kind   string
+	gate   *clients.Gate
+	delay  clients.Delayer
+	cache  SecretReader
+	live   SecretReader
+	record event.Recorder
+}
+
+// Connect resolves the ProviderConfig and returns a client for one reconcile.
+func (c *connector[T]) Connect(ctx context.Context, mg T) (managed.TypedExternalClient[T], error) {
+	s, err := c.gate.Connect(ctx, mg, c.delay, c.kind, mg.GetWidgetName())
+	if err != nil {
+		return nil, err
+	}
+	return &external[T]{api: s.Client, check: s.Check, cache: c.cache, live: c.live, record: c.record}, nil
+}
+
+type external[T commonv1alpha1.WidgetKeyResource] struct {
+	api   API
+	check func(error) error
+	// cache is the informer-backed reader; live reads the API server, to
+	// confirm a Secret the cache does not show yet before acting on it.
+	cache, live SecretReader
+	record      event.Recorder
+}
+
+// Observe reads the key. A key the provider created but whose secret never
+// reached the connection Secret (the provider stopped in between) is useless
+// - the API never reveals a secret again - so it is revoked and re-created.
+func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObservation, error) {
+	name, widget := meta.GetExternalName(mg), mg.GetWidgetName()
+	if name == "" {
+		return managed.ExternalObservation{}, nil
+	}
+	if !names.ValidWidgetName(name) {
+		return managed.ExternalObservation{}, errors.Errorf("external name %q is not a valid key name: use at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit", name)
+	}
+	if widget == "" {
+		if meta.WasDeleted(mg) {
+			return managed.ExternalObservation{}, nil
+		}
+		return managed.ExternalObservation{}, errors.New("the key's widget is not known yet: set spec.forProvider.widgetName, or a widgetNameRef/widgetNameSelector that matches a Widget")
+	}
+	k, err := e.api.GetKey(ctx, widget, name)
+	if widgetapi.IsNotFound(err) {
+		return managed.ExternalObservation{}, nil
+	}
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(e.check(err), "cannot get key")
+	}
+
+	if !meta.WasDeleted(mg) && !observeOnly(mg) {
+		has, err := e.secretRecorded(ctx, mg)
+		if err != nil {
+			return managed.ExternalObservation{}, err
+		}
+		if !has && names.Defaulted(mg) {
+			if err := e.api.DeleteKey(ctx, widget, name); err != nil && !widgetapi.IsNotFound(err) {
+				return managed.ExternalObservation{}, errors.Wrap(e.check(err), "cannot revoke key whose secret was lost")
+			}
+			e.record.Event(mg, event.Normal(ReasonRotated, "Key "+name+" existed but its secret was never recorded (the provider stopped between creating it and saving it); revoked it to create a new one"))
+			return managed.ExternalObservation{}, nil
+		}
+		if !has {
+			return managed.ExternalObservation{}, errors.Errorf("key %s of widget %s exists but its secret is not in the connection Secret, and the Widget API reveals a secret only when a key is created: delete the key in the Widget API, or remove the %s annotation so a new key is created", name, widget, meta.AnnotationKeyExternalName)
+		}
+	}
+
+	obs := commonv1alpha1.WidgetKeyObservation{ID: k.ID, WidgetName: k.Widget, Description: k.Description}
+	if !k.CreatedAt.IsZero() {
+		t := metav1.NewTime(k.CreatedAt.Truncate(1e9))
+		obs.CreatedAt = &t
+	}
+	mg.SetWidgetKeyObservation(obs)
+	mg.SetConditions(xpv2.Available())
+
+	cd := managed.ConnectionDetails{DetailKeyName: []byte(name), DetailWidget: []byte(widget)}
+	w, err := e.api.GetWidget(ctx, widget)
+	switch {
+	case err == nil && w.Endpoint != "":
+		cd[DetailEndpoint] = []byte(w.Endpoint)
+	case err != nil && !widgetapi.IsNotFound(err):
+		return managed.ExternalObservation{}, errors.Wrap(e.check(err), "cannot get the key's widget")
+	}
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: cd}, nil
+}
+
+// secretRecorded reports whether the resource's connection Secret holds the
+// key's secret. Without a connection Secret there is nothing to recover.
+func (e *external[T]) secretRecorded(ctx context.Context, mg T) (bool, error) {
+	var key types.NamespacedName
+	switch m := any(mg).(type) {
+	case resource.LocalConnectionSecretWriterTo:
+		ref := m.GetWriteConnectionSecretToReference()
+		if ref == nil {
+			return true, nil
+		}
+		key = types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}
+	case resource.ConnectionSecretWriterTo:
+		ref := m.GetWriteConnectionSecretToReference()
+		if ref == nil {
+			return true, nil
+		}
+		key = types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+	default:
+		return true, nil
+	}
+	if has, err := hasKey(ctx, e.cache, key); err != nil || has {
+		return has, err
+	}
+	// The cache may lag a Secret written moments ago; never revoke a key on
+	// its word alone.
+	return hasKey(ctx, e.live, key)
+}
+
+func hasKey(ctx context.Context, r SecretReader, key types.NamespacedName) (bool, error) {
+	s := &corev1.Secret{}
+	if err := r.Get(ctx, key, s); err != nil {
+		if kerrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, errors.Wrapf(err, "cannot get connection Secret %s", key)
+	}
+	return len(s.Data[DetailKey]) > 0, nil
+}
+
+// Create creates the key and returns its secret as connection details.
+func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreation, error) {
+	name, widget := meta.GetExternalName(mg), mg.GetWidgetName()
+	desc := ""
+	if p := mg.GetWidgetKeyParameters(); p.Description != nil {
+		desc = *p.Description
+	}
+	k, err := e.api.CreateKey(ctx, widget, widgetapi.CreateKeyRequest{Name: name, Description: desc})
+	if widgetapi.IsAlreadyExists(err) {
+		return managed.ExternalCreation{}, errors.Errorf("widget %s already has a key named %s; retrying", widget, name)
+	}
+	if widgetapi.IsNotFound(err) {
+		return managed.ExternalCreation{}, errors.Errorf("widget %s does not exist (yet); the key is created once it does", widget)
+	}
+	if err != nil {
+		return managed.ExternalCreation{}, errors.Wrap(e.check(err), "cannot create key")
+	}
+	mg.SetConditions(xpv2.Creating())
+	return managed.ExternalCreation{ConnectionDetails: managed.ConnectionDetails{
+		DetailKey:     []byte(k.Secret),
+		DetailKeyName: []byte(name),
+		DetailWidget:  []byte(widget),
+	}}, nil
+}
+
+// Update does nothing: keys have no mutable fields (the CRD makes them
+// immutable).
+func (e *external[T]) Update(context.Context, T) (managed.ExternalUpdate, error) {
+	return managed.ExternalUpdate{}, nil
+}
+
+// Delete revokes the key. A key that is already gone is success.
+func (e *external[T]) Delete(ctx context.Context, mg T) (managed.ExternalDelete, error) {
+	widget := mg.GetWidgetName()
+	if widget == "" {
+		return managed.ExternalDelete{}, nil
+	}
+	err := e.api.DeleteKey(ctx, widget, meta.GetExternalName(mg))
+	if err != nil && !widgetapi.IsNotFound(err) {
+		return managed.ExternalDelete{}, errors.Wrap(e.check(err), "cannot revoke key")
+	}
+	return managed.ExternalDelete{}, nil
+}
+
+// Disconnect is a no-op: the HTTP client is shared.
+func (e *external[T]) Disconnect(context.Context) error { return nil }
+
+func observeOnly(mg resource.Managed) bool {
+	p := mg.GetManagementPolicies()
+	return len(p) == 1 && p[0] == xpv2.ManagementActionObserve
+}
+
+// Setup adds a controller that reconciles WidgetKeys of the kind gvk, whose
+// Go type is T.
+func Setup[T commonv1alpha1.WidgetKeyResource](mgr ctrl.Manager, o controller.Options, d mrsetup.Deps, gvk schema.GroupVersionKind, newObj func() T, newList func() resource.ManagedList) error {
+	return mrsetup.Setup(mgr, o, d, gvk, newObj, newList, func(env mrsetup.Env) managed.TypedExternalConnector[T] {
+		return &connector[T]{kind: env.Kind, gate: d.Gate, delay: env.Limiter, cache: mgr.GetClient(), live: mgr.GetAPIReader(), record: env.Record}
+	})
+}

@@ -1,0 +1,193 @@
+// Package feed follows the Widget API's change feed for every connection the
+// provider uses and queues the affected managed resources for reconciliation
+// at once, so a change made outside Crossplane is repaired in seconds instead
+// of at the next poll. Polling remains the safety net: a follower starts from
+// the latest change, and anything missed while it was not running is found
+// by the next poll.
+package feed
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/widgetco/crossplane-widget/provider/internal/clients"
+	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
+	"github.com/widgetco/crossplane-widget/widgetapi"
+)
+
+// watcher is a managed resource interested in a widget.
+type watcher struct {
+	kind string
+	key  types.NamespacedName
+}
+
+// Manager runs one follower per connection. It is a controller-runtime
+// Runnable that needs leader election: only the leader follows.
+type Manager struct {
+	log     logging.Logger
+	metrics *metrics.Metrics
+	idle    time.Duration
+	wait    time.Duration
+
+	mu        sync.Mutex
+	ctx       context.Context
+	sources   map[string]chan event.GenericEvent
+	followers map[string]*follower
+}
+
+// follower follows one connection's feed and knows which managed resources
+// care about which of its widgets (learned from their reconciles, so it is
+// exact per Widget API project and costs O(1) per change).
+type follower struct {
+	cancel   context.CancelFunc
+	lastUsed time.Time
+	endpoint string
+	watchers map[string]map[watcher]struct{}
+}
+
+// An Option configures a Manager.
+type Option func(*Manager)
+
+// WithIdleTimeout stops a follower whose connection no reconcile has used
+// for d (default 15m; set it above the poll interval).
+func WithIdleTimeout(d time.Duration) Option { return func(m *Manager) { m.idle = d } }
+
+// WithWait sets the long-poll duration (default 30s).
+func WithWait(d time.Duration) Option { return func(m *Manager) { m.wait = d } }
+
+// NewManager returns a Manager. Add it to the controller manager so it
+// starts.
+func NewManager(log logging.Logger, m *metrics.Metrics, opts ...Option) *Manager {
+	fm := &Manager{log: log, metrics: m, idle: 15 * time.Minute, wait: 30 * time.Second, sources: map[string]chan event.GenericEvent{}, followers: map[string]*follower{}}
+	for _, o := range opts {
+		o(fm)
+	}
+	return fm
+}
+
+// Source returns the source the controller of a kind of managed resource
+// watches for feed-triggered requests.
+func (m *Manager) Source(kind string) source.Source {
+	ch := make(chan event.GenericEvent, 1024)
+	m.mu.Lock()
+	m.sources[kind] = ch
+	m.mu.Unlock()
+	return source.Channel[client.Object](ch, &handler.EnqueueRequestForObject{})
+}
+
+// NeedLeaderElection is true: only the leader follows feeds.
+func (m *Manager) NeedLeaderElection() bool { return true }
+
+// Start makes the manager follow connections until ctx is done, and stops
+// followers that have been idle too long.
+func (m *Manager) Start(ctx context.Context) error {
+	m.mu.Lock()
+	m.ctx = ctx
+	m.mu.Unlock()
+	t := time.NewTicker(min(m.idle/2, time.Minute))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			m.reap()
+		}
+	}
+}
+
+func (m *Manager) reap() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for key, f := range m.followers {
+		if time.Since(f.lastUsed) > m.idle {
+			f.cancel()
+			delete(m.followers, key)
+			m.log.Debug("Stopped following an idle Widget API change feed", "endpoint", f.endpoint)
+		}
+	}
+}
+
+// Follow makes sure c's change feed is followed and that a change to widget
+// requeues the managed resource key of kind. It is cheap and safe to call on
+// every reconcile; before Start it does nothing.
+func (m *Manager) Follow(c *clients.Connection, kind, widget string, key types.NamespacedName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ctx == nil || m.ctx.Err() != nil {
+		return
+	}
+	f, ok := m.followers[c.Key]
+	if !ok {
+		f = m.start(c)
+		m.followers[c.Key] = f
+	}
+	f.lastUsed = time.Now()
+	if widget == "" {
+		return
+	}
+	ws, ok := f.watchers[widget]
+	if !ok {
+		ws = map[watcher]struct{}{}
+		f.watchers[widget] = ws
+	}
+	ws[watcher{kind: kind, key: key}] = struct{}{}
+}
+
+// start starts following c. The caller holds m.mu.
+func (m *Manager) start(c *clients.Connection) *follower {
+	ctx, cancel := context.WithCancel(m.ctx)
+	f := &follower{cancel: cancel, endpoint: c.Endpoint, watchers: map[string]map[watcher]struct{}{}}
+	fl := c.Client.NewFollower(func(ctx context.Context, ch widgetapi.Change) {
+		m.metrics.FeedChanges.WithLabelValues(string(ch.Type)).Inc()
+		m.enqueue(ctx, f, ch.Widget)
+	})
+	fl.Wait = m.wait
+	fl.OnResync = func(ctx context.Context) { m.enqueue(ctx, f, "") }
+	fl.OnError = func(err error, retryIn time.Duration) {
+		m.log.Debug("Cannot read the Widget API change feed; retrying", "endpoint", c.Endpoint, "error", err.Error(), "retry-in", retryIn.String())
+	}
+	m.log.Debug("Following the Widget API change feed", "endpoint", c.Endpoint)
+	// History does not matter: the controllers reconcile everything at
+	// start-up and poll afterwards.
+	go fl.Run(ctx, widgetapi.FromLatest)
+	return f
+}
+
+// enqueue queues every resource watching widget ("" for all of f's).
+func (m *Manager) enqueue(ctx context.Context, f *follower, widget string) {
+	m.mu.Lock()
+	var todo []watcher
+	for w, ws := range f.watchers {
+		if widget != "" && w != widget {
+			continue
+		}
+		for x := range ws {
+			todo = append(todo, x)
+		}
+	}
+	sources := m.sources
+	m.mu.Unlock()
+	for _, x := range todo {
+		ch, ok := sources[x.kind]
+		if !ok {
+			continue
+		}
+		obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: x.key.Namespace, Name: x.key.Name}}
+		select {
+		case ch <- event.GenericEvent{Object: obj}:
+			m.metrics.FeedEnqueues.Inc()
+		case <-ctx.Done():
+			return
+		}
+	}
+}

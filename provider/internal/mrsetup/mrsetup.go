@@ -1,0 +1,105 @@
+// Package mrsetup wires a managed resource kind into a controller: the
+// crossplane-runtime managed reconciler with this provider's defaults
+// (deterministic external names, management policies, metrics, a work queue
+// that honours the Widget API's Retry-After) and a change feed source.
+package mrsetup
+
+import (
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/widgetco/crossplane-widget/provider/internal/clients"
+	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
+	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ratelimit"
+)
+
+// A FeedSource turns Widget API changes into reconcile requests for
+// resources of a kind.
+type FeedSource interface {
+	Source(kind string) source.Source
+}
+
+// Deps are shared by every managed resource controller.
+type Deps struct {
+	Gate    *clients.Gate
+	Metrics *metrics.Metrics
+	// Feed, when set, requeues resources as soon as the change feed reports
+	// a change to their widget.
+	Feed FeedSource
+	// PollJitter spreads polls by up to this much either way.
+	PollJitter time.Duration
+}
+
+// Env is what Setup hands to the connector it builds.
+type Env struct {
+	// Kind names the resource kind, for the change feed.
+	Kind string
+	// Limiter delays a request's retry (e.g. by a Retry-After).
+	Limiter *ratelimit.Limiter
+	// Record emits events about managed resources.
+	Record event.Recorder
+}
+
+// Setup adds a controller for managed resources of kind gvk, Go type T.
+// newList must return an empty list of that kind.
+func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, gvk schema.GroupVersionKind,
+	newObj func() T, newList func() resource.ManagedList, connect func(Env) managed.TypedExternalConnector[T]) error {
+	name := managed.ControllerName(gvk.GroupKind().String())
+	limiter := ratelimit.New(ratelimiter.NewController())
+	record := event.NewAPIRecorder(mgr.GetEventRecorderFor(name))
+
+	opts := []managed.ReconcilerOption{
+		managed.WithTypedExternalConnector[T](connect(Env{Kind: gvk.GroupKind().String(), Limiter: limiter, Record: record})),
+		managed.WithInitializers(names.NewInitializer(mgr.GetClient())),
+		// Names are chosen before creation, so a crash between the API's
+		// create and recording the result is safe to retry.
+		managed.WithDeterministicExternalName(true),
+		managed.WithLogger(o.Logger.WithValues("controller", name)),
+		managed.WithRecorder(record),
+		managed.WithPollInterval(o.PollInterval),
+		managed.WithPollJitterHook(d.PollJitter),
+	}
+	if o.Features != nil && o.Features.Enabled(feature.EnableBetaManagementPolicies) {
+		opts = append(opts, managed.WithManagementPolicies())
+	}
+	if o.MetricOptions != nil {
+		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
+		if o.MetricOptions.MRStateMetrics != nil {
+			sr := statemetrics.NewMRStateRecorder(mgr.GetClient(), o.Logger, o.MetricOptions.MRStateMetrics, newList(), o.MetricOptions.PollStateMetricInterval)
+			if err := mgr.Add(sr); err != nil {
+				return errors.Wrapf(err, "cannot add %s state metrics recorder", gvk.Kind)
+			}
+		}
+	}
+	r := managed.NewReconciler(mgr, resource.ManagedKind(gvk), opts...)
+
+	copts := o.ForControllerRuntime()
+	copts.RateLimiter = limiter
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		WithOptions(copts).
+		// Status-only updates (our own) do not need another reconcile.
+		For(newObj(), builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{},
+			predicate.AnnotationChangedPredicate{},
+			predicate.LabelChangedPredicate{})))
+	if d.Feed != nil {
+		b = b.WatchesRawSource(d.Feed.Source(gvk.GroupKind().String()))
+	}
+	return b.Complete(ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(r), o.GlobalRateLimiter))
+}

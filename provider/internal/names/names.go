@@ -1,0 +1,136 @@
+// Package names derives Widget API names and ownership markers from managed
+// resources. Both are deterministic, so a provider that crashes between
+// creating a widget and recording its name finds the same widget again.
+package names
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+)
+
+// OwnerLabel marks the managed resource that manages a widget. Its prefix is
+// reserved: users cannot set labels under it (the CRD rejects them).
+const OwnerLabel = commonv1alpha1.OwnershipLabelPrefix + "owner"
+
+// AnnotationDefaultExternalName records the external name the provider chose
+// itself. A widget or key that already exists under a defaulted name was not
+// asked for, so it is not adopted: adoption is explicit, by setting
+// crossplane.io/external-name.
+const AnnotationDefaultExternalName = commonv1alpha1.OwnershipLabelPrefix + "default-external-name"
+
+const maxLabel = 63
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+// ValidWidgetName reports whether s can name a widget or key: a DNS-1123
+// label.
+func ValidWidgetName(s string) bool { return len(s) <= maxLabel && dnsLabel.MatchString(s) }
+
+// Default returns the external name a managed resource gets when it names
+// none: "<namespace>-<name>" for namespaced resources, so equal names in
+// different namespaces never meet in one Widget API project, and "<name>" for
+// cluster-scoped ones. Characters a widget name cannot hold become '-', and a
+// name longer than 63 characters is shortened and given a hash suffix so it
+// stays unique.
+func Default(mg resource.Managed) string {
+	s := mg.GetName()
+	if ns := mg.GetNamespace(); ns != "" {
+		s = ns + "-" + s
+	}
+	return fit(sanitize(s), s)
+}
+
+// Owner returns the ownership marker value of a managed resource: which
+// resource, in which scope, manages a widget. It is stable across a delete
+// and re-create of the same resource, so re-importing an orphaned widget
+// with the same resource works, while any other resource is refused.
+func Owner(mg resource.Managed) string {
+	id := "c_" + mg.GetName()
+	if ns := mg.GetNamespace(); ns != "" {
+		id = "n_" + ns + "." + mg.GetName()
+	}
+	return fit(id, id)
+}
+
+// DescribeOwner turns a marker back into words for error messages.
+func DescribeOwner(v string) string {
+	switch {
+	case strings.HasPrefix(v, "n_"):
+		ns, name, _ := strings.Cut(strings.TrimPrefix(v, "n_"), ".")
+		return "namespaced managed resource " + ns + "/" + name
+	case strings.HasPrefix(v, "c_"):
+		return "cluster-scoped managed resource " + strings.TrimPrefix(v, "c_")
+	default:
+		return "another owner (" + v + ")"
+	}
+}
+
+func sanitize(s string) string {
+	b := []byte(strings.ToLower(s))
+	for i, c := range b {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			b[i] = '-'
+		}
+	}
+	return strings.Trim(string(b), "-")
+}
+
+// fit shortens s to 63 characters, replacing the tail with a hash of the
+// original when it has to, and makes sure it ends with an alphanumeric.
+func fit(s, original string) string {
+	if len(s) <= maxLabel && s != "" {
+		return s
+	}
+	sum := sha256.Sum256([]byte(original))
+	h := hex.EncodeToString(sum[:])[:10]
+	keep := maxLabel - len(h) - 1
+	if len(s) < keep {
+		keep = len(s)
+	}
+	head := strings.TrimRight(s[:keep], "-._")
+	if head == "" {
+		return h
+	}
+	return head + "-" + h
+}
+
+// Defaulted reports whether mg's external name is the default the provider
+// chose rather than one a user set to import an existing widget or key.
+func Defaulted(mg resource.Managed) bool {
+	v, ok := mg.GetAnnotations()[AnnotationDefaultExternalName]
+	return ok && v == meta.GetExternalName(mg)
+}
+
+// Initializer gives a managed resource its default external name when it has
+// none, and persists it before anything is created, so the name is known even
+// if the provider crashes mid-create.
+type Initializer struct {
+	kube client.Client
+}
+
+// NewInitializer returns an Initializer that updates resources with kube.
+func NewInitializer(kube client.Client) *Initializer { return &Initializer{kube: kube} }
+
+// Initialize implements managed.Initializer.
+func (i *Initializer) Initialize(ctx context.Context, mg resource.Managed) error {
+	if meta.GetExternalName(mg) != "" {
+		return nil
+	}
+	name := Default(mg)
+	meta.SetExternalName(mg, name)
+	meta.AddAnnotations(mg, map[string]string{AnnotationDefaultExternalName: name})
+	return errors.Wrap(i.kube.Update(ctx, mg), "cannot record the default external name")
+}
+
+var _ managed.Initializer = &Initializer{}

@@ -1,0 +1,97 @@
+package names
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
+	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+)
+
+func nsWidget(ns, name string) resource.Managed {
+	return &nsv1alpha1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+func clWidget(name string) resource.Managed {
+	return &clusterv1alpha1.Widget{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+func TestDefault(t *testing.T) {
+	long := strings.Repeat("a", 70)
+	cases := map[string]struct {
+		reason string
+		mg     resource.Managed
+		want   string
+	}{
+		"Namespaced":     {"namespace and name are joined", nsWidget("team-a", "web"), "team-a-web"},
+		"Cluster":        {"cluster-scoped resources use their name", clWidget("web"), "web"},
+		"Dots":           {"dots become dashes", clWidget("web.prod"), "web-prod"},
+		"Long":           {"long names are cut and hashed", nsWidget("team", long), "team-" + strings.Repeat("a", 47) + "-" + "0000000000"},
+		"LongDifferent":  {"two long names differing at the end stay distinct", nsWidget("team", long+"b"), "differs"},
+		"TrailingDashes": {"names never end with a dash", clWidget("web-"), "web"},
+	}
+	seen := map[string]string{}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := Default(tc.mg)
+			if !ValidWidgetName(got) {
+				t.Errorf("%s: Default() = %q is not a valid widget name", tc.reason, got)
+			}
+			switch tc.want {
+			case "differs":
+				if got == Default(nsWidget("team", long)) {
+					t.Errorf("%s: both names map to %q", tc.reason, got)
+				}
+			default:
+				if strings.HasSuffix(tc.want, "0000000000") {
+					if !strings.HasPrefix(got, strings.TrimSuffix(tc.want, "0000000000")) || len(got) != 63 {
+						t.Errorf("%s: Default() = %q, want the prefix and a hash, 63 characters", tc.reason, got)
+					}
+					return
+				}
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("%s: -want, +got:\n%s", tc.reason, diff)
+				}
+			}
+			seen[name] = got
+		})
+	}
+}
+
+func TestOwner(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		a, b   resource.Managed
+		same   bool
+	}{
+		"SameResource":       {"a re-created resource with the same identity owns the widget again", nsWidget("a", "w"), nsWidget("a", "w"), true},
+		"OtherNamespace":     {"equal names in other namespaces are different owners", nsWidget("a", "w"), nsWidget("b", "w"), false},
+		"ScopeDiffers":       {"a cluster-scoped resource never equals a namespaced one", nsWidget("a", "w"), clWidget("a.w"), false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			oa, ob := Owner(tc.a), Owner(tc.b)
+			if (oa == ob) != tc.same {
+				t.Errorf("%s: Owner() = %q and %q", tc.reason, oa, ob)
+			}
+			if len(oa) > 63 {
+				t.Errorf("%s: marker %q exceeds a label value", tc.reason, oa)
+			}
+		})
+	}
+	// Namespaces are DNS labels (no dots), so the first dot splits namespace
+	// from name unambiguously.
+	for mg, want := range map[resource.Managed]string{
+		nsWidget("team-a", "web"):    "namespaced managed resource team-a/web",
+		nsWidget("team-a", "web.v2"): "namespaced managed resource team-a/web.v2",
+		clWidget("web.v2"):           "cluster-scoped managed resource web.v2",
+	} {
+		if got := DescribeOwner(Owner(mg)); got != want {
+			t.Errorf("DescribeOwner(Owner(%s/%s)) = %q, want %q", mg.GetNamespace(), mg.GetName(), got, want)
+		}
+	}
+}

@@ -1,0 +1,202 @@
+// Command provider-widget is a Crossplane provider that manages Widgets in
+// the Widget API as Kubernetes managed resources.
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/alecthomas/kong"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/gate"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
+	"go.uber.org/zap/zapcore"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/widgetco/crossplane-widget/apis"
+	"github.com/widgetco/crossplane-widget/provider/internal/clients"
+	widgetcontroller "github.com/widgetco/crossplane-widget/provider/internal/controller"
+	"github.com/widgetco/crossplane-widget/provider/internal/feed"
+	widgetmetrics "github.com/widgetco/crossplane-widget/provider/internal/metrics"
+	"github.com/widgetco/crossplane-widget/provider/internal/mrsetup"
+	"github.com/widgetco/crossplane-widget/widgetapi"
+)
+
+// version is stamped by the build (-X main.version).
+var version = "dev"
+
+// cli is the provider's command line. Environment variables are what
+// Crossplane's package runtime sets.
+type cli struct {
+	Version kong.VersionFlag `help:"Print the version and exit."`
+
+	Debug      bool   `short:"d" help:"Log at debug level (never logs tokens or key secrets)."`
+	Kubeconfig string `type:"path" env:"KUBECONFIG" help:"Kubeconfig to use outside a cluster. Default: the in-cluster config."`
+
+	PollInterval     time.Duration `default:"10m" help:"How often each managed resource is checked for drift when nothing else triggers a reconcile. The change feed repairs out-of-band changes within seconds; polling is the safety net."`
+	PollJitter       time.Duration `default:"0s" help:"Random spread added to each poll, up to this much either way (0: a tenth of the poll interval)."`
+	MaxReconcileRate int           `default:"10" env:"MAX_RECONCILE_RATE" help:"Most reconciles per second, across all controllers. Also the number of concurrent reconciles per controller."`
+	SyncInterval     time.Duration `default:"1h" help:"How often the informer cache is fully resynced."`
+
+	ChangeFeed bool          `default:"true" negatable:"" help:"Follow the Widget API change feed to repair out-of-band changes within seconds (--no-change-feed relies on polling only)."`
+	FeedWait   time.Duration `default:"30s" help:"Long-poll duration of change feed requests."`
+
+	EnableManagementPolicies bool `default:"true" negatable:"" env:"ENABLE_MANAGEMENT_POLICIES" help:"Honour spec.managementPolicies (e.g. Observe-only import)."`
+	SafeStart                bool `default:"true" negatable:"" help:"Start each managed resource controller only once its CRD exists (Crossplane v2 safe-start: CRDs appear when activated)."`
+
+	LeaderElection          bool   `env:"LEADER_ELECTION" help:"Use leader election so only one replica reconciles."`
+	LeaderElectionNamespace string `env:"POD_NAMESPACE" help:"Namespace of the leader election lease (default: the in-cluster namespace)."`
+
+	MetricsBindAddress     string `default:":8080" help:"Address of the Prometheus /metrics endpoint ('0' disables it)."`
+	HealthProbeBindAddress string `default:":8081" help:"Address of /healthz and /readyz ('0' disables them)."`
+
+	APIRetries int `default:"4" help:"Attempts per idempotent Widget API request (retried on 5xx and transport errors, with backoff)."`
+}
+
+func main() {
+	c := &cli{}
+	kctx := kong.Parse(c,
+		kong.Name("provider-widget"),
+		kong.Description("A Crossplane provider that manages Widgets in the Widget API: Widget and WidgetKey managed resources (namespaced widget.m.widgetco.io and cluster-scoped widget.widgetco.io), ProviderConfigs with tokens from Secrets, adoption of existing widgets, drift repair driven by the API's change feed."),
+		kong.UsageOnError(),
+		kong.Vars{"version": version})
+	kctx.FatalIfErrorf(run(c))
+}
+
+func run(c *cli) error {
+	level := zapcore.InfoLevel
+	if c.Debug {
+		level = zapcore.DebugLevel
+	}
+	zl := zap.New(zap.Level(level), zap.UseDevMode(c.Debug))
+	log := logging.NewLogrLogger(zl.WithName("provider-widget"))
+	ctrl.SetLogger(zl)
+
+	cfg, err := restConfig(c.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apis.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return fmt.Errorf("cannot build scheme: %w", err)
+		}
+	}
+	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, c.MaxReconcileRate), ctrl.Options{
+		Scheme:                     scheme,
+		Cache:                      cache.Options{SyncPeriod: &c.SyncInterval},
+		LeaderElection:             c.LeaderElection,
+		LeaderElectionID:           "crossplane-leader-election-provider-widget",
+		LeaderElectionNamespace:    c.LeaderElectionNamespace,
+		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
+		LeaseDuration:              ptr(60 * time.Second),
+		RenewDeadline:              ptr(50 * time.Second),
+		Metrics:                    metricsserver.Options{BindAddress: c.MetricsBindAddress},
+		HealthProbeBindAddress:     c.HealthProbeBindAddress,
+	})
+	if err != nil {
+		return fmt.Errorf("cannot create controller manager: %w", err)
+	}
+
+	mrMetrics := managed.NewMRMetricRecorder()
+	stateMetrics := statemetrics.NewMRStateMetrics()
+	own := widgetmetrics.New()
+	metrics.Registry.MustRegister(mrMetrics, stateMetrics)
+	if err := own.Register(metrics.Registry); err != nil {
+		return fmt.Errorf("cannot register metrics: %w", err)
+	}
+
+	o := controller.Options{
+		Logger:                  log,
+		GlobalRateLimiter:       ratelimiter.NewGlobal(c.MaxReconcileRate),
+		PollInterval:            c.PollInterval,
+		MaxConcurrentReconciles: c.MaxReconcileRate,
+		Features:                &feature.Flags{},
+		MetricOptions: &controller.MetricOptions{
+			PollStateMetricInterval: time.Minute,
+			MRMetrics:               mrMetrics,
+			MRStateMetrics:          stateMetrics,
+		},
+	}
+	if c.EnableManagementPolicies {
+		o.Features.Enable(feature.EnableBetaManagementPolicies)
+	}
+	if c.SafeStart {
+		o.Gate = new(gate.Gate[schema.GroupVersionKind])
+		if err := customresourcesgate.Setup(mgr, o); err != nil {
+			return fmt.Errorf("cannot set up the CRD gate: %w", err)
+		}
+	}
+
+	jitter := c.PollJitter
+	if jitter == 0 {
+		jitter = c.PollInterval / 10
+	}
+	resolver := clients.NewResolver(mgr.GetClient(),
+		clients.WithUserAgent("provider-widget/"+version),
+		clients.WithObserver(own.ObserveAPI),
+		clients.WithRetryPolicy(retryPolicy(c.APIRetries)))
+	d := mrsetup.Deps{
+		Gate:       &clients.Gate{Resolver: resolver, Throttle: clients.NewThrottle()},
+		Metrics:    own,
+		PollJitter: jitter,
+	}
+	if c.ChangeFeed {
+		fm := feed.NewManager(log.WithValues("component", "change-feed"), own,
+			feed.WithWait(c.FeedWait), feed.WithIdleTimeout(max(3*c.PollInterval, 15*time.Minute)))
+		if err := mgr.Add(fm); err != nil {
+			return fmt.Errorf("cannot add the change feed manager: %w", err)
+		}
+		d.Feed = fm
+		d.Gate.Feeds = fm
+	}
+	if err := widgetcontroller.Setup(mgr, o, d); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("cannot add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("cannot add readiness check: %w", err)
+	}
+	log.Info("Starting provider-widget", "version", version, "poll-interval", c.PollInterval.String(), "change-feed", c.ChangeFeed, "max-reconcile-rate", c.MaxReconcileRate)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := ctrl.GetConfig()
+		if err != nil {
+			return nil, fmt.Errorf("cannot find a Kubernetes API server (not in a cluster and no --kubeconfig): %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("cannot load kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}
+
+func retryPolicy(attempts int) widgetapi.RetryPolicy {
+	return widgetapi.RetryPolicy{Attempts: max(attempts, 1), BaseDelay: 100 * time.Millisecond, MaxDelay: 2 * time.Second}
+}
+
+func ptr[T any](v T) *T { return &v }
