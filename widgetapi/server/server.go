@@ -10,8 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -92,8 +94,14 @@ type Server struct {
 
 // Faults are injected into API requests (not /healthz or /metrics).
 type Faults struct {
-	Latency   time.Duration
+	// Latency delays every request before it is processed.
+	Latency time.Duration
+	// ErrorRate is the share of requests answered 503 unprocessed.
 	ErrorRate float64
+	// HoldWriteResponse delays the response to every write (POST, PUT,
+	// PATCH, DELETE) after it has been processed and committed: a window in
+	// which a client may die not knowing its write succeeded.
+	HoldWriteResponse time.Duration
 }
 
 // New opens (or creates) the database in opts.DataDir, schedules the state
@@ -332,7 +340,20 @@ func (s *Server) inject(next http.Handler) http.Handler {
 			problem(w, http.StatusServiceUnavailable, "unavailable", "injected fault: the service is temporarily unavailable")
 			return
 		}
-		next.ServeHTTP(w, r)
+		if f.HoldWriteResponse <= 0 || r.Method == http.MethodGet {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, r)
+		select {
+		case <-time.After(f.HoldWriteResponse):
+		case <-r.Context().Done():
+			return
+		}
+		maps.Copy(w.Header(), rec.Header())
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
 	})
 }
 

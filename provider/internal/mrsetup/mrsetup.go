@@ -69,6 +69,11 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 		// Names are chosen before creation, so a crash between the API's
 		// create and recording the result is safe to retry.
 		managed.WithDeterministicExternalName(true),
+		// The Widget API is read-after-write consistent: a widget that is
+		// not found right after creation really is gone, so there is no
+		// need to wait (the default grace period would delay deleting a
+		// freshly created widget by 30s).
+		managed.WithCreationGracePeriod(0),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithRecorder(record),
 		managed.WithPollInterval(o.PollInterval),

@@ -68,9 +68,9 @@ func TestOwner(t *testing.T) {
 		a, b   resource.Managed
 		same   bool
 	}{
-		"SameResource":       {"a re-created resource with the same identity owns the widget again", nsWidget("a", "w"), nsWidget("a", "w"), true},
-		"OtherNamespace":     {"equal names in other namespaces are different owners", nsWidget("a", "w"), nsWidget("b", "w"), false},
-		"ScopeDiffers":       {"a cluster-scoped resource never equals a namespaced one", nsWidget("a", "w"), clWidget("a.w"), false},
+		"SameResource":   {"a re-created resource with the same identity owns the widget again", nsWidget("a", "w"), nsWidget("a", "w"), true},
+		"OtherNamespace": {"equal names in other namespaces are different owners", nsWidget("a", "w"), nsWidget("b", "w"), false},
+		"ScopeDiffers":   {"a cluster-scoped resource never equals a namespaced one", nsWidget("a", "w"), clWidget("a.w"), false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

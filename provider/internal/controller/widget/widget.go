@@ -36,9 +36,9 @@ type API interface {
 
 // Reasons of events and conditions.
 const (
-	ReasonDriftRepaired event.Reason = "DriftRepaired"
-	ReasonUpdated       event.Reason = "UpdatedWidget"
-	ReasonAdopted       event.Reason = "AdoptedWidget"
+	ReasonDriftRepaired event.Reason         = "DriftRepaired"
+	ReasonUpdated       event.Reason         = "UpdatedWidget"
+	ReasonAdopted       event.Reason         = "AdoptedWidget"
 	ReasonResizing      xpv2.ConditionReason = "Resizing"
 )
 

@@ -1,0 +1,320 @@
+// Package provider_test runs provider-widget, the real binary, against a real
+// kube-apiserver and etcd (envtest, binaries from hack/tools.sh) and the
+// reference Widget API server, and checks its behaviour end to end.
+package provider_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/widgetco/crossplane-widget/apis"
+	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	"github.com/widgetco/crossplane-widget/widgetapi"
+	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
+	"github.com/widgetco/crossplane-widget/widgetapi/server"
+)
+
+// suite is shared by every test: one API server, one provider binary.
+var suite struct {
+	kube       client.Client
+	kubeconfig string
+	bin        string
+	skip       string
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		suite.skip = "KUBEBUILDER_ASSETS is unset: run `make test` (or eval \"$(bash hack/tools.sh env)\") to get kube-apiserver and etcd"
+		return m.Run()
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "..", "package", "provider", "crds")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cannot start envtest:", err)
+		return 1
+	}
+	defer env.Stop() //nolint:errcheck // best effort at exit
+
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = apis.AddToScheme(scheme)
+	if suite.kube, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, "cannot create client:", err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "provider-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir) //nolint:errcheck // best effort at exit
+
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "provider-widget", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cannot add user:", err)
+		return 1
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cannot render kubeconfig:", err)
+		return 1
+	}
+	suite.kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(suite.kubeconfig, kc, 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	suite.bin = filepath.Join(dir, "provider")
+	build := exec.Command("go", "build", "-o", suite.bin, "../../../provider")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "cannot build the provider: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// env is one test's world: a namespace, a Widget API server and a token.
+type env struct {
+	t     *testing.T
+	kube  client.Client
+	api   *apitest.Env
+	ns    string
+	token string
+}
+
+var nsCounter atomic.Int32
+
+func newEnv(t *testing.T, opts ...apitest.Option) *env {
+	t.Helper()
+	if suite.skip != "" {
+		t.Skip(suite.skip)
+	}
+	base := []apitest.Option{apitest.WithOptions(func(o *server.Options) {
+		o.ProvisionDelay = 200 * time.Millisecond
+		o.ResizeDelay = 200 * time.Millisecond
+		o.DeleteDelay = 200 * time.Millisecond
+	})}
+	e := &env{t: t, kube: suite.kube, api: apitest.Start(t, append(base, opts...)...), token: apitest.TokenA}
+	e.ns = fmt.Sprintf("it-%d-%s", nsCounter.Add(1), strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")))
+	if len(e.ns) > 63 {
+		e.ns = strings.TrimRight(e.ns[:63], "-")
+	}
+	e.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}})
+	return e
+}
+
+func (e *env) ctx() context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	e.t.Cleanup(cancel)
+	return c
+}
+
+func (e *env) create(o client.Object) {
+	e.t.Helper()
+	if err := e.kube.Create(e.ctx(), o); err != nil {
+		e.t.Fatalf("cannot create %T %s: %v", o, o.GetName(), err)
+	}
+}
+
+// tokenSecret creates the Secret holding the Widget API token.
+func (e *env) tokenSecret(name string) {
+	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}, StringData: map[string]string{"token": e.token + "\n"}})
+}
+
+// providerConfig creates a namespaced ProviderConfig "default" and its Secret.
+func (e *env) providerConfig() {
+	e.tokenSecret("widget-token")
+	e.create(&nsv1alpha1.ProviderConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "default"},
+		Spec: commonv1alpha1.LocalProviderConfigSpec{
+			APIConnection: commonv1alpha1.APIConnection{Endpoint: e.api.URL},
+			Credentials: commonv1alpha1.LocalProviderCredentials{
+				Source:    xpv2.CredentialsSourceSecret,
+				SecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "widget-token"}, Key: "token"},
+			},
+		},
+	})
+}
+
+// client is a Widget API client for checking what the provider did.
+func (e *env) client() *widgetapi.Client { return e.api.Client(e.t, e.token) }
+
+// eventually polls fn until it reports done; on timeout it fails with fn's
+// last explanation.
+func (e *env) eventually(d time.Duration, what string, fn func() (bool, string)) time.Duration {
+	e.t.Helper()
+	start := time.Now()
+	var last string
+	for {
+		done, why := fn()
+		if done {
+			return time.Since(start)
+		}
+		last = why
+		if time.Since(start) > d {
+			e.t.Fatalf("timed out after %s waiting for %s; last state: %s", d, what, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// provider is a running provider-widget process.
+type provider struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	mu      sync.Mutex
+	log     bytes.Buffer
+	metrics string
+	done    chan struct{}
+}
+
+// startProvider runs the provider binary until the test ends.
+func startProvider(t *testing.T, args ...string) *provider {
+	t.Helper()
+	metricsAddr := freeAddr(t)
+	full := append([]string{"--kubeconfig", suite.kubeconfig, "--debug",
+		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0",
+		"--poll-interval", "1m", "--feed-wait", "5s"}, args...)
+	p := &provider{t: t, cmd: exec.Command(suite.bin, full...), metrics: metricsAddr, done: make(chan struct{})}
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stdout = io.Discard
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("cannot start provider: %v", err)
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.log.Write(sc.Bytes())
+			p.log.WriteByte('\n')
+			p.mu.Unlock()
+		}
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.stop()
+		if t.Failed() || os.Getenv("PROVIDER_LOG") != "" {
+			t.Logf("provider log:\n%s", p.logs())
+		}
+	})
+	return p
+}
+
+func (p *provider) logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+// stop sends SIGTERM and waits.
+func (p *provider) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// kill sends SIGKILL: no chance to finish anything.
+func (p *provider) kill() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// metric returns the sum of a provider metric's samples whose labels contain
+// every given label pair ("name=\"value\"").
+func (p *provider) metric(name string, labels ...string) float64 {
+	rsp, err := http.Get("http://" + p.metrics + "/metrics") //nolint:noctx // test helper
+	if err != nil {
+		return -1
+	}
+	defer rsp.Body.Close() //nolint:errcheck // test helper
+	body, _ := io.ReadAll(rsp.Body)
+	sum := 0.0
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		ok := true
+		for _, l := range labels {
+			if !strings.Contains(line, l) {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		var v float64
+		fields := strings.Fields(line)
+		_, _ = fmt.Sscan(fields[len(fields)-1], &v)
+		sum += v
+	}
+	return sum
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close() //nolint:errcheck // test helper
+	return l.Addr().String()
+}
+
+// condition returns a condition's status, reason and message.
+func condition(mg interface {
+	GetCondition(xpv2.ConditionType) xpv2.Condition
+}, ct xpv2.ConditionType) string {
+	c := mg.GetCondition(ct)
+	return fmt.Sprintf("%s=%s (%s) %q", ct, c.Status, c.Reason, c.Message)
+}
+
+func isTrue(mg interface {
+	GetCondition(xpv2.ConditionType) xpv2.Condition
+}, ct xpv2.ConditionType) bool {
+	return mg.GetCondition(ct).Status == corev1.ConditionTrue
+}

@@ -1,0 +1,348 @@
+package provider_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
+	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	"github.com/widgetco/crossplane-widget/widgetapi"
+	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
+	"github.com/widgetco/crossplane-widget/widgetapi/server"
+)
+
+const ownerLabel = "widgetco.io/owner"
+
+func (e *env) widget(name string, mut ...func(*nsv1alpha1.Widget)) *nsv1alpha1.Widget {
+	w := &nsv1alpha1.Widget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: nsv1alpha1.WidgetSpec{
+			ForProvider: commonv1alpha1.WidgetParameters{Size: ptr.To("medium"), Labels: map[string]string{"team": "a"}},
+		},
+	}
+	w.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}
+	for _, m := range mut {
+		m(w)
+	}
+	e.create(w)
+	return w
+}
+
+func (e *env) getWidget(name string) *nsv1alpha1.Widget {
+	e.t.Helper()
+	w := &nsv1alpha1.Widget{}
+	if err := e.kube.Get(e.ctx(), types.NamespacedName{Namespace: e.ns, Name: name}, w); err != nil {
+		e.t.Fatalf("cannot get Widget %s: %v", name, err)
+	}
+	return w
+}
+
+func (e *env) waitReady(name string) *nsv1alpha1.Widget {
+	e.t.Helper()
+	var w *nsv1alpha1.Widget
+	e.eventually(60*time.Second, "Widget "+name+" Ready and Synced", func() (bool, string) {
+		w = e.getWidget(name)
+		return isTrue(w, xpv2.TypeReady) && isTrue(w, xpv2.TypeSynced), condition(w, xpv2.TypeReady) + " " + condition(w, xpv2.TypeSynced)
+	})
+	return w
+}
+
+func (e *env) waitSyncedFalse(name, contains string) *nsv1alpha1.Widget {
+	e.t.Helper()
+	var w *nsv1alpha1.Widget
+	e.eventually(60*time.Second, "Widget "+name+" Synced=False mentioning "+contains, func() (bool, string) {
+		w = e.getWidget(name)
+		c := w.GetCondition(xpv2.TypeSynced)
+		return c.Status == corev1.ConditionFalse && strings.Contains(c.Message, contains), condition(w, xpv2.TypeSynced)
+	})
+	return w
+}
+
+func (e *env) countWidgets() int {
+	e.t.Helper()
+	l, err := e.client().ListWidgets(e.ctx(), widgetapi.ListWidgetsOptions{Limit: 500})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return len(l.Items)
+}
+
+// TestCreateReadyDeleteNamespaced: a namespaced Widget is created under its
+// default name, goes Ready only when the API says Ready, and deleting it
+// waits until the widget is gone.
+func TestCreateReadyDeleteNamespaced(t *testing.T) {
+	e := newEnv(t, apitest.WithOptions(func(o *server.Options) { o.ProvisionDelay = time.Second; o.DeleteDelay = time.Second }))
+	e.providerConfig()
+	startProvider(t)
+	e.widget("web")
+
+	e.eventually(60*time.Second, "Creating while the API provisions", func() (bool, string) {
+		w := e.getWidget("web")
+		return w.GetCondition(xpv2.TypeReady).Reason == xpv2.ReasonCreating, condition(w, xpv2.TypeReady)
+	})
+	w := e.waitReady("web")
+	if got := meta.GetExternalName(w); got != e.ns+"-web" {
+		t.Errorf("external name %q, want the default %q", got, e.ns+"-web")
+	}
+	api, err := e.client().GetWidget(e.ctx(), e.ns+"-web")
+	if err != nil {
+		t.Fatalf("widget not in the API: %v", err)
+	}
+	if api.State != widgetapi.StateReady || api.Size != "medium" || api.Labels["team"] != "a" || api.Labels[ownerLabel] != "n_"+e.ns+".web" {
+		t.Errorf("API widget: %+v", api)
+	}
+	if w.Status.AtProvider.Endpoint == "" || w.Status.AtProvider.ID != api.ID || *w.Spec.ForProvider.Region != "us-east-1" {
+		t.Errorf("status/late-init not filled: atProvider %+v region %v", w.Status.AtProvider, w.Spec.ForProvider.Region)
+	}
+
+	if err := e.kube.Delete(e.ctx(), w); err != nil {
+		t.Fatal(err)
+	}
+	sawDeleting := false
+	e.eventually(60*time.Second, "the Widget to be deleted", func() (bool, string) {
+		cur := &nsv1alpha1.Widget{}
+		err := e.kube.Get(e.ctx(), types.NamespacedName{Namespace: e.ns, Name: "web"}, cur)
+		if kerrors.IsNotFound(err) {
+			return true, ""
+		}
+		if _, err := e.client().GetWidget(e.ctx(), e.ns+"-web"); err == nil {
+			sawDeleting = true
+		}
+		return false, condition(cur, xpv2.TypeReady)
+	})
+	if _, err := e.client().GetWidget(e.ctx(), e.ns+"-web"); !widgetapi.IsNotFound(err) {
+		t.Errorf("the MR is gone but the widget is not: %v", err)
+	}
+	if !sawDeleting {
+		t.Errorf("the MR never waited for the widget's asynchronous deletion")
+	}
+}
+
+// TestClusterScopedAndOrphan: the cluster-scoped kind works through a
+// cluster-scoped ProviderConfig, and deletionPolicy Orphan keeps the widget.
+func TestClusterScopedAndOrphan(t *testing.T) {
+	e := newEnv(t)
+	e.tokenSecret("cluster-token")
+	pcName := e.ns
+	e.create(&clusterv1alpha1.ProviderConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: pcName},
+		Spec: commonv1alpha1.ProviderConfigSpec{
+			APIConnection: commonv1alpha1.APIConnection{Endpoint: e.api.URL},
+			Credentials: commonv1alpha1.ProviderCredentials{Source: xpv2.CredentialsSourceSecret,
+				SecretRef: &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Namespace: e.ns, Name: "cluster-token"}, Key: "token"}},
+		},
+	})
+	startProvider(t)
+	name := e.ns + "-cw"
+	cw := &clusterv1alpha1.Widget{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	cw.Spec.ForProvider.Size = ptr.To("large")
+	cw.Spec.ProviderConfigReference = &xpv2.Reference{Name: pcName}
+	cw.Spec.DeletionPolicy = xpv2.DeletionOrphan
+	e.create(cw)
+	e.eventually(60*time.Second, "cluster Widget Ready", func() (bool, string) {
+		got := &clusterv1alpha1.Widget{}
+		if err := e.kube.Get(e.ctx(), types.NamespacedName{Name: name}, got); err != nil {
+			return false, err.Error()
+		}
+		return isTrue(got, xpv2.TypeReady), condition(got, xpv2.TypeReady) + " " + condition(got, xpv2.TypeSynced)
+	})
+	api, err := e.client().GetWidget(e.ctx(), name)
+	if err != nil || api.Size != "large" || api.Labels[ownerLabel] != "c_"+name {
+		t.Fatalf("API widget %+v, err %v", api, err)
+	}
+	if err := e.kube.Delete(e.ctx(), cw); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(60*time.Second, "the orphaned MR to go", func() (bool, string) {
+		err := e.kube.Get(e.ctx(), types.NamespacedName{Name: name}, &clusterv1alpha1.Widget{})
+		return kerrors.IsNotFound(err), "still there"
+	})
+	if w, err := e.client().GetWidget(e.ctx(), name); err != nil || w.State == widgetapi.StateDeleting {
+		t.Errorf("deletionPolicy Orphan deleted the widget: %v %+v", err, w)
+	}
+}
+
+// TestOrphanNamespacedByManagementPolicies: without the Delete action the
+// widget outlives its MR.
+func TestOrphanNamespacedByManagementPolicies(t *testing.T) {
+	e := newEnv(t)
+	e.providerConfig()
+	startProvider(t)
+	w := e.widget("keep", func(w *nsv1alpha1.Widget) {
+		w.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve, xpv2.ManagementActionCreate, xpv2.ManagementActionUpdate, xpv2.ManagementActionLateInitialize}
+	})
+	e.waitReady("keep")
+	if err := e.kube.Delete(e.ctx(), w); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(60*time.Second, "the MR to go", func() (bool, string) {
+		err := e.kube.Get(e.ctx(), types.NamespacedName{Namespace: e.ns, Name: "keep"}, &nsv1alpha1.Widget{})
+		return kerrors.IsNotFound(err), "still there"
+	})
+	if got, err := e.client().GetWidget(e.ctx(), e.ns+"-keep"); err != nil || got.State == widgetapi.StateDeleting {
+		t.Errorf("a policy without Delete deleted the widget: %v %+v", err, got)
+	}
+}
+
+// TestAdoptExistingWidget: an explicit external name adopts an unowned
+// widget, which is then managed; no second widget appears.
+func TestAdoptExistingWidget(t *testing.T) {
+	e := newEnv(t)
+	e.providerConfig()
+	orig, err := e.client().CreateWidget(e.ctx(), widgetapi.CreateWidgetRequest{Name: "legacy-web", Size: "small", Labels: map[string]string{"team": "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startProvider(t)
+	e.widget("adopter", func(w *nsv1alpha1.Widget) {
+		meta.SetExternalName(w, "legacy-web")
+		w.Spec.ForProvider.Size = ptr.To("large")
+	})
+	e.eventually(60*time.Second, "the adopted widget to be resized and owned", func() (bool, string) {
+		w, err := e.client().GetWidget(e.ctx(), "legacy-web")
+		if err != nil {
+			return false, err.Error()
+		}
+		return w.Size == "large" && w.Labels[ownerLabel] == "n_"+e.ns+".adopter", w.Size + " " + w.Labels[ownerLabel]
+	})
+	e.waitReady("adopter")
+	got, _ := e.client().GetWidget(e.ctx(), "legacy-web")
+	if got.ID != orig.ID {
+		t.Errorf("the widget was replaced (ID %s -> %s), not adopted", orig.ID, got.ID)
+	}
+	if n := e.countWidgets(); n != 1 {
+		t.Errorf("%d widgets in the project after adoption, want 1", n)
+	}
+}
+
+// TestRefuseToStealOwnedWidget: a second MR naming a widget that another MR
+// manages gets a clear error, changes nothing, and deleting it leaves the
+// widget alone.
+func TestRefuseToStealOwnedWidget(t *testing.T) {
+	e := newEnv(t)
+	e.providerConfig()
+	startProvider(t)
+	e.widget("owner")
+	e.waitReady("owner")
+	thief := e.widget("thief", func(w *nsv1alpha1.Widget) {
+		meta.SetExternalName(w, e.ns+"-owner")
+		w.Spec.ForProvider.Size = ptr.To("small")
+	})
+	e.waitSyncedFalse("thief", "already managed by namespaced managed resource "+e.ns+"/owner")
+	w, _ := e.client().GetWidget(e.ctx(), e.ns+"-owner")
+	if w.Size != "medium" {
+		t.Errorf("the refused MR changed the widget: size %s", w.Size)
+	}
+	if err := e.kube.Delete(e.ctx(), thief); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(60*time.Second, "the refused MR to go", func() (bool, string) {
+		err := e.kube.Get(e.ctx(), types.NamespacedName{Namespace: e.ns, Name: "thief"}, &nsv1alpha1.Widget{})
+		return kerrors.IsNotFound(err), "still there"
+	})
+	if w, err := e.client().GetWidget(e.ctx(), e.ns+"-owner"); err != nil || w.State == widgetapi.StateDeleting {
+		t.Errorf("deleting the refused MR deleted the other MR's widget: %v", err)
+	}
+}
+
+// TestDefaultNameDoesNotAdopt: a widget that happens to exist under an MR's
+// default name is not taken over silently.
+func TestDefaultNameDoesNotAdopt(t *testing.T) {
+	e := newEnv(t)
+	e.providerConfig()
+	if _, err := e.client().CreateWidget(e.ctx(), widgetapi.CreateWidgetRequest{Name: e.ns + "-clash"}); err != nil {
+		t.Fatal(err)
+	}
+	startProvider(t)
+	e.widget("clash")
+	e.waitSyncedFalse("clash", "already exists and no managed resource owns it")
+}
+
+// TestObserveOnlyImport: management policy Observe imports a widget: status
+// and spec are filled from the API, and the widget is not touched.
+func TestObserveOnlyImport(t *testing.T) {
+	e := newEnv(t)
+	e.providerConfig()
+	orig, err := e.client().CreateWidget(e.ctx(), widgetapi.CreateWidgetRequest{Name: "imported", Size: "large", Region: "eu-west-1", Labels: map[string]string{"env": "prod"}, Description: "made by hand"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startProvider(t)
+	mg := &nsv1alpha1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "imported", Annotations: map[string]string{meta.AnnotationKeyExternalName: "imported"}}}
+	mg.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+	mg.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}
+	e.create(mg)
+	w := e.waitReady("imported")
+	p := w.Spec.ForProvider
+	if ptr.Deref(p.Size, "") != "large" || ptr.Deref(p.Region, "") != "eu-west-1" || p.Labels["env"] != "prod" || ptr.Deref(p.Description, "") != "made by hand" {
+		t.Errorf("spec not late-initialized from the API: %+v", p)
+	}
+	if w.Status.AtProvider.ID != orig.ID || w.Status.AtProvider.Endpoint == "" {
+		t.Errorf("status not observed: %+v", w.Status.AtProvider)
+	}
+	// Out-of-band change: observed, never reverted.
+	if _, err := e.client().PatchWidget(e.ctx(), "imported", widgetapi.PatchWidgetRequest{Description: ptr.To("edited by hand")}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(60*time.Second, "status to follow the out-of-band change", func() (bool, string) {
+		w := e.getWidget("imported")
+		return w.Status.AtProvider.Description == "edited by hand", w.Status.AtProvider.Description
+	})
+	api, _ := e.client().GetWidget(e.ctx(), "imported")
+	if api.Labels[ownerLabel] != "" || api.Description != "edited by hand" || api.Generation != 2 {
+		t.Errorf("an Observe-only import modified the widget: %+v", api)
+	}
+}
+
+// TestImmutableRegion: a spec region that differs from the widget's is an
+// error condition; the widget is neither updated nor re-created.
+func TestImmutableRegion(t *testing.T) {
+	e := newEnv(t)
+	e.providerConfig()
+	orig, err := e.client().CreateWidget(e.ctx(), widgetapi.CreateWidgetRequest{Name: "pinned", Region: "us-east-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startProvider(t)
+	e.widget("pinned", func(w *nsv1alpha1.Widget) {
+		meta.SetExternalName(w, "pinned")
+		w.Spec.ForProvider.Region = ptr.To("eu-west-1")
+	})
+	e.waitSyncedFalse("pinned", "region cannot change")
+	api, _ := e.client().GetWidget(e.ctx(), "pinned")
+	if api.ID != orig.ID || api.Region != "us-east-1" || api.State == widgetapi.StateDeleting {
+		t.Errorf("the widget was recreated or changed: %+v", api)
+	}
+}
+
+// TestMissingTokenSecret: a ProviderConfig whose Secret is missing gives a
+// clear condition, and the MR recovers when the Secret appears.
+func TestMissingTokenSecret(t *testing.T) {
+	e := newEnv(t)
+	e.create(&nsv1alpha1.ProviderConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "default"},
+		Spec: commonv1alpha1.LocalProviderConfigSpec{
+			APIConnection: commonv1alpha1.APIConnection{Endpoint: e.api.URL},
+			Credentials: commonv1alpha1.LocalProviderCredentials{Source: xpv2.CredentialsSourceSecret,
+				SecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "late-token"}, Key: "token"}},
+		},
+	})
+	p := startProvider(t)
+	e.widget("waiting")
+	e.waitSyncedFalse("waiting", "token Secret "+e.ns+"/late-token not found")
+	e.tokenSecret("late-token")
+	e.waitReady("waiting")
+	if strings.Contains(p.logs(), e.token) {
+		t.Errorf("the provider log contains the token")
+	}
+}
