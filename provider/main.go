@@ -149,12 +149,14 @@ func run(c *cli) error {
 	if jitter == 0 {
 		jitter = c.PollInterval / 10
 	}
+	throttle := clients.NewThrottle()
 	resolver := clients.NewResolver(mgr.GetClient(),
+		clients.WithThrottle(throttle),
 		clients.WithUserAgent("provider-widget/"+version),
 		clients.WithObserver(own.ObserveAPI),
 		clients.WithRetryPolicy(retryPolicy(c.APIRetries)))
 	d := mrsetup.Deps{
-		Gate:       &clients.Gate{Resolver: resolver, Throttle: clients.NewThrottle()},
+		Gate:       &clients.Gate{Resolver: resolver, Throttle: throttle},
 		Metrics:    own,
 		PollJitter: jitter,
 	}

@@ -49,9 +49,10 @@ type Resolver struct {
 	kube    client.Client
 	modern  resource.ModernTracker
 	legacy  resource.LegacyTracker
-	ua      string
-	observe widgetapi.ObserveFunc
-	retry   widgetapi.RetryPolicy
+	ua       string
+	observe  widgetapi.ObserveFunc
+	retry    widgetapi.RetryPolicy
+	throttle *Throttle
 
 	mu          sync.Mutex
 	httpClients map[string]*http.Client
@@ -65,6 +66,10 @@ func WithUserAgent(ua string) Option { return func(r *Resolver) { r.ua = ua } }
 
 // WithObserver reports every Widget API call (for metrics).
 func WithObserver(fn widgetapi.ObserveFunc) Option { return func(r *Resolver) { r.observe = fn } }
+
+// WithThrottle tells t about every successful call, so its client-side
+// rate limit can recover after 429s.
+func WithThrottle(t *Throttle) Option { return func(r *Resolver) { r.throttle = t } }
 
 // WithRetryPolicy sets the client's retry policy for idempotent calls.
 func WithRetryPolicy(p widgetapi.RetryPolicy) Option { return func(r *Resolver) { r.retry = p } }
@@ -105,21 +110,27 @@ func (r *Resolver) Resolve(ctx context.Context, mg resource.Managed) (*Connectio
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot use the caBundle of %s", describe(pc))
 	}
+	sum := sha256.Sum256([]byte(token))
+	key := spec.Endpoint + "#" + hex.EncodeToString(sum[:6]) + caHash
+	observe := r.observe
+	if t := r.throttle; t != nil {
+		observe = func(op string, status int, d time.Duration) {
+			r.observe(op, status, d)
+			if status >= 200 && status < 300 {
+				t.Succeeded(key)
+			}
+		}
+	}
 	c, err := widgetapi.New(spec.Endpoint,
 		widgetapi.WithToken(token),
 		widgetapi.WithHTTPClient(hc),
 		widgetapi.WithUserAgent(r.ua),
-		widgetapi.WithObserver(r.observe),
+		widgetapi.WithObserver(observe),
 		widgetapi.WithRetryPolicy(r.retry))
 	if err != nil {
 		return nil, errors.Wrapf(err, "invalid endpoint in %s", describe(pc))
 	}
-	sum := sha256.Sum256([]byte(token))
-	return &Connection{
-		Client:   c,
-		Key:      spec.Endpoint + "#" + hex.EncodeToString(sum[:6]) + caHash,
-		Endpoint: spec.Endpoint,
-	}, nil
+	return &Connection{Client: c, Key: key, Endpoint: spec.Endpoint}, nil
 }
 
 // providerConfig tracks usage and returns mg's ProviderConfig, whatever its

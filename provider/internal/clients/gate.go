@@ -51,9 +51,17 @@ func (g *Gate) Connect(ctx context.Context, mg resource.Managed, delay Delayer, 
 		return nil, err
 	}
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}}
-	if d := g.Throttle.Remaining(c.Key); d > 0 {
-		delay.After(req, d)
-		return nil, errors.Errorf("the Widget API at %s asked this provider to slow down; pausing calls for %s", c.Endpoint, d.Round(time.Second))
+	// A short wait is cheaper than a failed reconcile and a condition that
+	// flaps; a long one frees the worker and requeues.
+	deadline := time.Now().Add(maxWait)
+	for d := g.Throttle.Admit(c.Key); d > 0; d = g.Throttle.Admit(c.Key) {
+		if time.Until(deadline) < d {
+			delay.After(req, d)
+			return nil, errors.Errorf("the Widget API at %s is rate limiting this provider; retrying in %s", c.Endpoint, d.Round(100*time.Millisecond))
+		}
+		if err := sleep(ctx, d); err != nil {
+			return nil, errors.Wrap(err, "cannot wait for the Widget API rate limit")
+		}
 	}
 	if g.Feeds != nil {
 		g.Feeds.Follow(c, kind, widget, req.NamespacedName)
@@ -61,12 +69,27 @@ func (g *Gate) Connect(ctx context.Context, mg resource.Managed, delay Delayer, 
 	return &Session{Connection: c, gate: g, req: req, delay: delay}, nil
 }
 
+// maxWait is the longest a reconcile waits in Connect for the rate limit;
+// longer waits requeue instead, freeing the worker.
+const maxWait = 2 * time.Second
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 // Check inspects an API error: a 429 throttles the connection and delays
 // this resource's retry by the server's Retry-After. It returns err.
 func (s *Session) Check(err error) error {
 	if d, ok := widgetapi.IsRateLimited(err); ok {
 		d = max(d, time.Second)
-		s.gate.Throttle.Set(s.Key, d)
+		s.gate.Throttle.Throttled(s.Key, d)
 		s.delay.After(s.req, d)
 	}
 	return err

@@ -37,18 +37,18 @@ func (l *Limiter) After(req reconcile.Request, d time.Duration) {
 	}
 }
 
-// When returns how long to wait before retrying req.
+// When returns how long to wait before retrying req: the requested delay if
+// there is one - without escalating req's exponential backoff, since being
+// asked to wait is not a failure of req - or else the inner limiter's.
 func (l *Limiter) When(req reconcile.Request) time.Duration {
-	d := l.inner.When(req)
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if u, ok := l.hints[req]; ok {
-		delete(l.hints, req)
-		if w := u.Sub(l.now()); w > d {
-			d = w
-		}
+	u, ok := l.hints[req]
+	delete(l.hints, req)
+	l.mu.Unlock()
+	if ok {
+		return max(u.Sub(l.now()), 0)
 	}
-	return d
+	return l.inner.When(req)
 }
 
 // Forget resets req's backoff.

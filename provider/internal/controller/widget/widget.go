@@ -68,6 +68,10 @@ type external[T commonv1alpha1.WidgetResource] struct {
 	record  event.Recorder
 	metrics *metrics.Metrics
 	kind    string
+
+	// adopting is set by Observe when the widget is not yet marked as ours
+	// and not one we managed before, so Update reports an adoption.
+	adopting bool
 }
 
 // Observe reads the widget, takes ownership decisions, late-initializes the
@@ -91,6 +95,9 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 
 	me := names.Owner(mg)
 	owner := w.Labels[names.OwnerLabel]
+	// A widget whose ID we recorded is one we manage, even if someone
+	// removed its ownership marker (that is drift, repaired below).
+	known := mg.GetWidgetObservation().ID != "" && mg.GetWidgetObservation().ID == w.ID
 	if owner != "" && owner != me {
 		if meta.WasDeleted(mg) {
 			// Not ours: deleting this resource must not delete it.
@@ -98,7 +105,8 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		}
 		return managed.ExternalObservation{}, errors.Errorf("widget %s is already managed by %s (label %s=%s); one widget can have only one managing resource: choose another external name, or delete or orphan that resource first", name, names.DescribeOwner(owner), names.OwnerLabel, owner)
 	}
-	if owner == "" && names.Defaulted(mg) && !observeOnly(mg) && !meta.WasDeleted(mg) {
+	e.adopting = owner == "" && !known
+	if e.adopting && names.Defaulted(mg) && !observeOnly(mg) && !meta.WasDeleted(mg) {
 		return managed.ExternalObservation{}, errors.Errorf("a widget named %s already exists and no managed resource owns it; to adopt it, set the annotation %s: %s explicitly (or choose another name)", name, meta.AnnotationKeyExternalName, name)
 	}
 
@@ -158,7 +166,7 @@ func (e *external[T]) Update(ctx context.Context, mg T) (managed.ExternalUpdate,
 		return managed.ExternalUpdate{}, errors.Errorf("spec.forProvider.region is %q but widget %s is in %q, and a widget's region cannot change: set region back to %q, or delete this resource and create a new one in %q", *p.Region, name, obs.Region, obs.Region, *p.Region)
 	}
 	before := compare(p, fromObservation(obs), names.Owner(mg))
-	cause := e.cause(mg, obs)
+	cause := e.cause(mg)
 	w, err := e.api.ReplaceWidget(ctx, name, widgetapi.ReplaceWidgetRequest{
 		Size:        deref(p.Size, obs.Size),
 		Labels:      desiredLabels(p, obs.Labels, names.Owner(mg)),
@@ -188,8 +196,8 @@ func (e *external[T]) Update(ctx context.Context, mg T) (managed.ExternalUpdate,
 // cause classifies an update: adopting an unowned widget, following a spec
 // change, or repairing drift (the spec has not changed since the last
 // successful sync, so the widget must have changed behind our back).
-func (e *external[T]) cause(mg T, obs *commonv1alpha1.WidgetObservation) string {
-	if obs.Labels[names.OwnerLabel] == "" {
+func (e *external[T]) cause(mg T) string {
+	if e.adopting {
 		return "adopt"
 	}
 	synced := mg.GetCondition(xpv2.TypeSynced)
