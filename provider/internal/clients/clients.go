@@ -46,9 +46,9 @@ type Connection struct {
 // A Resolver turns managed resources into Connections. It is safe for
 // concurrent use.
 type Resolver struct {
-	kube    client.Client
-	modern  resource.ModernTracker
-	legacy  resource.LegacyTracker
+	kube     client.Client
+	modern   resource.ModernTracker
+	legacy   resource.LegacyTracker
 	ua       string
 	observe  widgetapi.ObserveFunc
 	retry    widgetapi.RetryPolicy
@@ -159,7 +159,7 @@ func (r *Resolver) providerConfig(ctx context.Context, mg resource.Managed) (com
 			return nil, errors.Wrap(err, "cannot track ProviderConfig usage")
 		}
 		return pc, nil
-	case resource.LegacyManaged:
+	case resource.LegacyManaged: //nolint:staticcheck // cluster-scoped MRs exist for legacy claims on purpose
 		ref := m.GetProviderConfigReference()
 		if ref == nil || ref.Name == "" {
 			return nil, errors.New("spec.providerConfigRef is not set: name a ProviderConfig (widget.widgetco.io)")

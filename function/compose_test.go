@@ -1,0 +1,108 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+func TestComposeResources(t *testing.T) {
+	pol, err := newPolicy(inputOf(policyInput()))
+	if err != nil {
+		t.Fatalf("newPolicy(): %v", err)
+	}
+	x := xwidget{flavour: FlavourNamespaced, kind: "XWidget", name: "web", namespace: "team-a"}
+	s := settings{size: "medium", region: "us-east-1", keys: 2, labels: map[string]string{"managed-by": "crossplane", "team": "payments"}, description: "XWidget team-a/web, managed by Crossplane"}
+	ready := widgetObservation{exists: true, ready: xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue}}
+	keyReady := keyObservation{exists: true, details: resource.ConnectionDetails{"key": []byte("k")}}
+
+	cases := map[string]struct {
+		reason string
+		obs    observation
+		want   map[resource.Name]resource.Ready
+	}{
+		"WidgetNotReady": {
+			reason: "Before the widget is ready only the Widget is composed: keys could not be created yet.",
+			obs:    observation{keys: []keyObservation{{index: 0}, {index: 1}}},
+			want:   map[resource.Name]resource.Ready{"widget": resource.ReadyFalse},
+		},
+		"WidgetReady": {
+			reason: "Once the widget is ready every key is composed, ready when its connection details hold the key.",
+			obs:    observation{widget: ready, keys: []keyObservation{{index: 0, exists: keyReady.exists, details: keyReady.details}, {index: 1}}},
+			want:   map[resource.Name]resource.Ready{"widget": resource.ReadyTrue, "key-0": resource.ReadyTrue, "key-1": resource.ReadyFalse},
+		},
+		"WidgetNoLongerReady": {
+			reason: "Keys that exist stay composed while the widget is not ready, so they are not deleted (revoked); keys that do not exist wait.",
+			obs:    observation{keys: []keyObservation{{index: 0, exists: true}, {index: 1}}},
+			want:   map[resource.Name]resource.Ready{"widget": resource.ReadyFalse, "key-0": resource.ReadyFalse},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := composeResources(scopeFor(x.flavour, pol), x, s, tc.obs)
+			if err != nil {
+				t.Fatalf("%s\ncomposeResources(...): %v", tc.reason, err)
+			}
+			readiness := make(map[resource.Name]resource.Ready, len(got))
+			for name, cd := range got {
+				readiness[name] = cd.Ready
+				if cd.Resource.GetName() != "" || cd.Resource.GetNamespace() != "" {
+					t.Errorf("%s\n%s: the function must leave metadata.name and metadata.namespace to Crossplane, got %s/%s", tc.reason, name, cd.Resource.GetNamespace(), cd.Resource.GetName())
+				}
+				if _, ok := cd.Resource.Object["status"]; ok {
+					t.Errorf("%s\n%s: the function must not send a status", tc.reason, name)
+				}
+			}
+			if diff := cmp.Diff(tc.want, readiness); diff != "" {
+				t.Errorf("%s\ncomposeResources(...): -want readiness, +got readiness:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestChildName(t *testing.T) {
+	long := strings.Repeat("a", 250)
+	cases := map[string]struct {
+		reason string
+		parent string
+		suffix string
+		want   string
+	}{
+		"Short": {
+			reason: "A name that fits is the parent's name and the suffix.",
+			parent: "web",
+			suffix: "-key-0",
+			want:   "web-key-0",
+		},
+		"Long": {
+			reason: "A name that does not fit is shortened and made unique by a hash of the parent's name.",
+			parent: long,
+			suffix: "-connection",
+			want:   strings.Repeat("a", 233) + "-3f3e35e0" + "-connection",
+		},
+		"LongEndingInDash": {
+			reason: "A shortened name does not end the shortened part with '-' or '.'.",
+			parent: strings.Repeat("a", 232) + "-." + strings.Repeat("b", 20),
+			suffix: "-connection",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := childName(tc.parent, tc.suffix)
+			if tc.want != "" && got != tc.want {
+				t.Errorf("%s\nchildName(...): want %q, got %q", tc.reason, tc.want, got)
+			}
+			if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
+				t.Errorf("%s\nchildName(...) = %q is not a valid object name: %v", tc.reason, got, errs)
+			}
+			if again := childName(tc.parent, tc.suffix); again != got {
+				t.Errorf("%s\nchildName(...) is not deterministic: %q, then %q", tc.reason, got, again)
+			}
+		})
+	}
+}

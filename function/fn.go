@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"sync"
+
+	"github.com/crossplane/function-sdk-go/errors"
+	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/resource/composed"
+	"github.com/crossplane/function-sdk-go/response"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/widgetco/crossplane-widget/apis"
+	"github.com/widgetco/crossplane-widget/function/input/v1beta1"
+)
+
+// Function composes an XWidget into a Widget, its WidgetKeys and, for a
+// namespaced XWidget, a connection Secret. It is safe for concurrent use.
+type Function struct {
+	fnv1.UnimplementedFunctionRunnerServiceServer
+
+	log     logging.Logger
+	metrics Metrics
+}
+
+// An Option configures a Function.
+type Option func(f *Function)
+
+// WithLogger makes the Function log to l. By default it does not log.
+func WithLogger(l logging.Logger) Option {
+	return func(f *Function) { f.log = l }
+}
+
+// WithMetrics makes the Function record the outcome of every call in m. By
+// default it records nothing.
+func WithMetrics(m Metrics) Option {
+	return func(f *Function) { f.metrics = m }
+}
+
+var registerSchemes = sync.OnceValue(func() error {
+	// composed.From looks up the kind of a typed object in composed.Scheme.
+	// It is process-wide state, so it is written once, before any request.
+	if err := apis.AddToScheme(composed.Scheme); err != nil {
+		return errors.Wrap(err, "cannot register the Widget API types")
+	}
+	return errors.Wrap(corev1.AddToScheme(composed.Scheme), "cannot register the core/v1 API types")
+})
+
+// NewFunction returns a Function. The first call registers the kinds the
+// function composes with the function SDK; later calls reuse them.
+func NewFunction(o ...Option) (*Function, error) {
+	if err := registerSchemes(); err != nil {
+		return nil, err
+	}
+	f := &Function{log: logging.NewNopLogger(), metrics: NopMetrics{}}
+	for _, fn := range o {
+		fn(f)
+	}
+	return f, nil
+}
+
+// RunFunction composes the observed XWidget. A problem the XWidget's owner or
+// the platform team must fix is returned as a fatal result, never as an
+// error. RunFunction does not modify req.
+func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
+	log := f.log.WithValues("tag", req.GetMeta().GetTag())
+
+	rsp := response.To(req, v1beta1.DefaultConvergingTTL)
+	// response.To shares the request's desired state; copy it so the
+	// response can be built without changing the request.
+	if req.GetDesired() != nil {
+		rsp.Desired = proto.CloneOf(req.GetDesired())
+	}
+
+	s, err := readState(req)
+	if err != nil {
+		return f.reject(rsp, log, s, err), nil
+	}
+	log = log.WithValues("xr", s.xr.String(), "flavour", s.xr.flavour)
+
+	pol, err := newPolicy(s.input)
+	if err != nil {
+		return f.reject(rsp, log, s, err), nil
+	}
+
+	want, err := resolve(s.xr, pol, s.widget)
+	if err != nil {
+		return f.reject(rsp, log, s, err), nil
+	}
+
+	out, err := compose(s, pol, want)
+	if err != nil {
+		return f.fail(rsp, log, s, err), nil
+	}
+	if err := out.writeTo(rsp); err != nil {
+		return f.fail(rsp, log, s, err), nil
+	}
+	for _, c := range setConditions(rsp, s.xr, out.conditions...) {
+		log.Info("Condition changed", "type", c.Type, "status", c.Status, "reason", c.Reason, "message", c.Message)
+	}
+	rsp.Meta.Ttl = ttlFor(pol, out.ready)
+	f.metrics.Observe(s.xr.flavour, outcomeOf(out.ready))
+	log.Debug("Composed XWidget", "ready", out.ready, "ttl", rsp.GetMeta().GetTtl().AsDuration().String())
+	return rsp, nil
+}
+
+// reject answers a request that cannot be composed with a fatal result, so
+// that Crossplane changes nothing that exists. The PolicyCompliant condition
+// of the XR and its claim says why. When that condition changes, a warning
+// result targeted at both precedes the fatal one (which Crossplane emits on
+// the XR only), so that the claim's owner gets an event too.
+func (f *Function) reject(rsp *fnv1.RunFunctionResponse, log logging.Logger, s *state, err error) *fnv1.RunFunctionResponse {
+	c := rejectedCondition(s.xr, err)
+	setConditions(rsp, s.xr, c)
+	response.Fatal(rsp, errors.New(c.Message))
+	f.metrics.Observe(s.xr.flavour, OutcomeFatal)
+	log.Info("Cannot compose XWidget", "reason", c.Reason, "error", c.Message)
+	return rsp
+}
+
+// fail answers a request the function validated but still cannot compose,
+// which only a bug causes, with a fatal result.
+func (f *Function) fail(rsp *fnv1.RunFunctionResponse, log logging.Logger, s *state, err error) *fnv1.RunFunctionResponse {
+	err = errors.Wrapf(err, "cannot compose %s", s.xr)
+	response.Fatal(rsp, err)
+	f.metrics.Observe(s.xr.flavour, OutcomeFatal)
+	log.Info("Cannot compose XWidget", "error", err)
+	return rsp
+}
+
+// An outcome is the function's answer for an XR it composes.
+type outcome struct {
+	// composed are the resources the function composes. Resources that
+	// earlier pipeline steps compose are passed through as they are.
+	composed map[resource.Name]*resource.DesiredComposed
+
+	// xr is the desired XR: what earlier steps desire, plus its status and,
+	// for a legacy XR, its connection details.
+	xr *resource.Composite
+
+	conditions []condition
+	ready      bool
+}
+
+// compose decides the desired resources, the XR's status and connection
+// details, and its conditions, from what is observed.
+func compose(s *state, pol policy, want settings) (*outcome, error) {
+	obs := observe(s.widget, s.observed, want.keys)
+
+	cds, err := composeResources(scopeFor(s.xr.flavour, pol), s.xr, want, obs)
+	if err != nil {
+		return nil, err
+	}
+	o := &outcome{composed: cds, xr: s.dxr}
+	if err := publishConnectionDetails(o, s.xr, want, obs); err != nil {
+		return nil, err
+	}
+	if err := setStatus(o.xr, s.xr, want, obs); err != nil {
+		return nil, err
+	}
+
+	o.conditions = []condition{compliantCondition(s.xr), widgetCondition(obs.widget), keysCondition(obs)}
+	o.ready = obs.widget.isReady() && obs.keysReady() && (s.xr.flavour != FlavourNamespaced || obs.secretExists)
+	return o, nil
+}
+
+// writeTo adds the desired resources and XR of the outcome to the response.
+// It adds to the desired state of earlier pipeline steps, replacing only
+// resources of the same composition resource names.
+func (o *outcome) writeTo(rsp *fnv1.RunFunctionResponse) error {
+	if err := response.SetDesiredComposedResources(rsp, o.composed); err != nil {
+		return errors.Wrap(err, "cannot set the desired composed resources")
+	}
+	return errors.Wrap(response.SetDesiredCompositeResource(rsp, o.xr), "cannot set the desired composite resource")
+}
+
+// ttlFor is how long Crossplane may cache a response: short while the XR
+// converges, so that Crossplane calls the function again soon, long once it
+// is ready.
+func ttlFor(pol policy, ready bool) *durationpb.Duration {
+	if ready {
+		return durationpb.New(pol.readyTTL)
+	}
+	return durationpb.New(pol.convergingTTL)
+}

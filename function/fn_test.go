@@ -1,0 +1,639 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// TestRunFunction walks an XWidget of each flavour through its life, one
+// call per stage, and checks the whole response of each call.
+func TestRunFunction(t *testing.T) {
+	converging := durationpb.New(15 * time.Second)
+	steady := durationpb.New(10 * time.Minute)
+
+	secret := map[string]any{
+		"apiVersion": "v1",
+		"kind":       "Secret",
+		"metadata": map[string]any{
+			"name":        "web-connection",
+			"namespace":   "team-a",
+			"annotations": map[string]any{"crossplane.io/composition-resource-name": "connection-secret"},
+		},
+	}
+	nsKeyDetails := func(i int) map[string][]byte {
+		return keyDetails([]string{"team-a-web-q2w7d", "team-a-web-m5n8c"}[i], []string{"s3cr3t-0", "s3cr3t-1"}[i], "team-a-web-8k2mz", nsEndpoint)
+	}
+
+	// The conditions the XR has after each stage, as Crossplane records them.
+	afterNew := conditions(
+		xpCondition("PolicyCompliant", "True", "Compliant", nsCompliant),
+		xpCondition("WidgetReady", "False", "Creating", "Creating the widget."),
+		xpCondition("KeysReady", "False", "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the widget is ready."),
+	)
+	afterWidgetReady := conditions(
+		xpCondition("PolicyCompliant", "True", "Compliant", nsCompliant),
+		xpCondition("WidgetReady", "True", "Available", "Widget web-8k2mz is ready at "+nsEndpoint+"."),
+		xpCondition("KeysReady", "False", "Creating", "0 of 2 access keys ready; creating access key 0."),
+	)
+	afterKeysReady := conditions(
+		xpCondition("PolicyCompliant", "True", "Compliant", nsCompliant),
+		xpCondition("WidgetReady", "True", "Available", "Widget web-8k2mz is ready at "+nsEndpoint+"."),
+		xpCondition("KeysReady", "True", "Available", "All 2 access keys are ready."),
+	)
+
+	readyStatus := map[string]any{
+		"endpoint":             nsEndpoint,
+		"externalName":         "team-a-web-8k2mz",
+		"widgetState":          "Ready",
+		"region":               "us-east-1",
+		"keysReady":            "0/2",
+		"connectionSecretName": "web-connection",
+	}
+	with := func(m map[string]any, k string, v any) map[string]any {
+		out := make(map[string]any, len(m)+1)
+		for kk, vv := range m {
+			out[kk] = vv
+		}
+		out[k] = v
+		return out
+	}
+	keysReadySecret := map[string]any{
+		"endpoint":   b64(nsEndpoint),
+		"widget":     b64("team-a-web-8k2mz"),
+		"key-0":      b64("s3cr3t-0"),
+		"key-0-name": b64("team-a-web-q2w7d"),
+		"key-1":      b64("s3cr3t-1"),
+		"key-1-name": b64("team-a-web-m5n8c"),
+	}
+
+	invalidInput := "The platform's WidgetPolicy (the function input of the Composition) is invalid, so no XWidget can be composed; the platform team must fix it: " +
+		field.NotSupported(field.NewPath("kind"), "Input", []string{"WidgetPolicy"}).Error()
+	violation := "XWidget team-a/web violates the platform's widget policy; change these fields: " +
+		field.NotSupported(field.NewPath("spec", "size"), "large", []string{"small", "medium"}).Error() + "; " +
+		field.Invalid(field.NewPath("spec", "keys"), 5, "the platform allows 0 to 3 access keys").Error() + "; " +
+		field.Required(field.NewPath("spec", "labels").Key("team"), "the platform requires every widget to have this label").Error()
+	badXR := func(mods ...mod) map[string]any {
+		return build(nsXR(set("spec.size", "large"), set("spec.keys", 5), set("spec.labels", map[string]any{"owner": "payments"})), mods...)
+	}
+
+	type want struct {
+		rsp *fnv1.RunFunctionResponse
+		err error
+	}
+	cases := map[string]struct {
+		reason string
+		req    testRequest
+		want   want
+	}{
+		"NewNamespacedXR": {
+			reason: "A new namespaced XR should get a namespaced Widget and a connection Secret in its namespace, conditions saying the widget is being created, and a result for each condition, which changed.",
+			req:    testRequest{xr: nsXR(), input: policyInput()},
+			want: want{rsp: &fnv1.RunFunctionResponse{
+				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Desired: &fnv1.State{
+					Composite: xrStatus(map[string]any{"keysReady": "0/2", "connectionSecretName": "web-connection"}),
+					Resources: map[string]*fnv1.Resource{
+						"widget":            desired(wantNSWidget(), readyFalse),
+						"connection-secret": desired(wantNSSecret(nil), readyFalse),
+					},
+				},
+				Conditions: []*fnv1.Condition{
+					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
+					wantCondition("WidgetReady", condFalse, "Creating", "Creating the widget."),
+					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the widget is ready."),
+				},
+				Results: []*fnv1.Result{
+					result(sevNormal, "Compliant", nsCompliant),
+					result(sevNormal, "Creating", "Creating the widget."),
+					result(sevNormal, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the widget is ready."),
+				},
+			}},
+		},
+		"WidgetProvisioning": {
+			reason: "While the Widget API provisions the widget, WidgetReady should say so, the XR's status should show the widget's name, state and region, and only the changed condition should produce a result.",
+			req: testRequest{
+				xr:       nsXR(afterNew),
+				input:    policyInput(),
+				observed: map[string]*fnv1.Resource{"widget": observed(nsWidget(), nil)},
+			},
+			want: want{rsp: &fnv1.RunFunctionResponse{
+				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Desired: &fnv1.State{
+					Composite: xrStatus(map[string]any{"externalName": "team-a-web-8k2mz", "widgetState": "Provisioning", "region": "us-east-1", "keysReady": "0/2", "connectionSecretName": "web-connection"}),
+					Resources: map[string]*fnv1.Resource{
+						"widget":            desired(wantNSWidget(), readyFalse),
+						"connection-secret": desired(wantNSSecret(map[string]any{"widget": b64("team-a-web-8k2mz")}), readyFalse),
+					},
+				},
+				Conditions: []*fnv1.Condition{
+					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
+					wantCondition("WidgetReady", condFalse, "Provisioning", "Widget web-8k2mz is being provisioned."),
+					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the widget is ready."),
+				},
+				Results: []*fnv1.Result{result(sevNormal, "Provisioning", "Widget web-8k2mz is being provisioned.")},
+			}},
+		},
+		"WidgetReadyKeysCreated": {
+			reason: "Once the widget is ready it should be marked ready, its endpoint should reach the status and the connection Secret, and its access keys should be composed.",
+			req: testRequest{
+				xr:    nsXR(afterNew),
+				input: policyInput(),
+				observed: map[string]*fnv1.Resource{
+					"widget":            observed(nsWidget(widgetReady(nsEndpoint)), nil),
+					"connection-secret": observed(secret, nil),
+				},
+			},
+			want: want{rsp: &fnv1.RunFunctionResponse{
+				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Desired: &fnv1.State{
+					Composite: xrStatus(readyStatus),
+					Resources: map[string]*fnv1.Resource{
+						"widget":            desired(wantNSWidget(), readyTrue),
+						"key-0":             desired(wantNSKey(0), readyFalse),
+						"key-1":             desired(wantNSKey(1), readyFalse),
+						"connection-secret": desired(wantNSSecret(map[string]any{"endpoint": b64(nsEndpoint), "widget": b64("team-a-web-8k2mz")}), readyTrue),
+					},
+				},
+				Conditions: []*fnv1.Condition{
+					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
+					wantCondition("WidgetReady", condTrue, "Available", "Widget web-8k2mz is ready at "+nsEndpoint+"."),
+					wantCondition("KeysReady", condFalse, "Creating", "0 of 2 access keys ready; creating access key 0."),
+				},
+				Results: []*fnv1.Result{
+					result(sevNormal, "Available", "Widget web-8k2mz is ready at "+nsEndpoint+"."),
+					result(sevNormal, "Creating", "0 of 2 access keys ready; creating access key 0."),
+				},
+			}},
+		},
+		"KeysPending": {
+			reason: "Access keys whose connection details are not published yet should not be ready, and the XR should say which key it waits for; KeysReady keeps its reason, so there should be no result.",
+			req: testRequest{
+				xr:    nsXR(afterWidgetReady),
+				input: policyInput(),
+				observed: map[string]*fnv1.Resource{
+					"widget":            observed(nsWidget(widgetReady(nsEndpoint)), nil),
+					"key-0":             observed(nsKey(0), nil),
+					"key-1":             observed(nsKey(1), nil),
+					"connection-secret": observed(secret, nil),
+				},
+			},
+			want: want{rsp: &fnv1.RunFunctionResponse{
+				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Desired: &fnv1.State{
+					Composite: xrStatus(readyStatus),
+					Resources: map[string]*fnv1.Resource{
+						"widget":            desired(wantNSWidget(), readyTrue),
+						"key-0":             desired(wantNSKey(0), readyFalse),
+						"key-1":             desired(wantNSKey(1), readyFalse),
+						"connection-secret": desired(wantNSSecret(map[string]any{"endpoint": b64(nsEndpoint), "widget": b64("team-a-web-8k2mz")}), readyTrue),
+					},
+				},
+				Conditions: []*fnv1.Condition{
+					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
+					wantCondition("WidgetReady", condTrue, "Available", "Widget web-8k2mz is ready at "+nsEndpoint+"."),
+					wantCondition("KeysReady", condFalse, "Creating", "0 of 2 access keys ready; waiting for access key 0 (WidgetKey web-q2w7d) to publish its connection details."),
+				},
+			}},
+		},
+		"KeysReady": {
+			reason: "Access keys with connection details should be ready and reach the connection Secret; with everything ready the TTL should be the long one.",
+			req: testRequest{
+				xr:    nsXR(afterWidgetReady),
+				input: policyInput(),
+				observed: map[string]*fnv1.Resource{
+					"widget":            observed(nsWidget(widgetReady(nsEndpoint)), nil),
+					"key-0":             observed(nsKey(0), nsKeyDetails(0)),
+					"key-1":             observed(nsKey(1), nsKeyDetails(1)),
+					"connection-secret": observed(secret, nil),
+				},
+			},
+			want: want{rsp: &fnv1.RunFunctionResponse{
+				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: steady},
+				Desired: &fnv1.State{
+					Composite: xrStatus(with(readyStatus, "keysReady", "2/2")),
+					Resources: map[string]*fnv1.Resource{
+						"widget":            desired(wantNSWidget(), readyTrue),
+						"key-0":             desired(wantNSKey(0), readyTrue),
+						"key-1":             desired(wantNSKey(1), readyTrue),
+						"connection-secret": desired(wantNSSecret(keysReadySecret), readyTrue),
+					},
+				},
+				Conditions: []*fnv1.Condition{
+					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
+					wantCondition("WidgetReady", condTrue, "Available", "Widget web-8k2mz is ready at "+nsEndpoint+"."),
+					wantCondition("KeysReady", condTrue, "Available", "All 2 access keys are ready."),
+				},
+				Results: []*fnv1.Result{result(sevNormal, "Available", "All 2 access keys are ready.")},
+			}},
+		},
+		"Steady": {
+			reason: "A ready XR whose conditions do not change should get the same desired state, no results, and the long TTL.",
+			req: testRequest{
+				xr:    nsXR(afterKeysReady),
+				input: policyInput(),
+				observed: map[string]*fnv1.Resource{
+					"widget":            observed(nsWidget(widgetReady(nsEndpoint)), nil),
+					"key-0":             observed(nsKey(0), nsKeyDetails(0)),
+					"key-1":             observed(nsKey(1), nsKeyDetails(1)),
+					"connection-secret": observed(secret, nil),
+				},
+			},
+			want: want{rsp: &fnv1.RunFunctionResponse{
+				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: steady},
+				Desired: &fnv1.State{
+					Composite: xrStatus(with(readyStatus, "keysReady", "2/2")),
+					Resources: map[string]*fnv1.Resource{
+						"widget":            desired(wantNSWidget(), readyTrue),
+						"key-0":             desired(wantNSKey(0), readyTrue),
+						"key-1":             desired(wantNSKey(1), readyTrue),
+						"connection-secret": desired(wantNSSecret(keysReadySecret), readyTrue),
+					},
+				},
+				Conditions: []*fnv1.Condition{
+					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
+					wantCondition("WidgetReady", condTrue, "Available", "Widget web-8k2mz is ready at "+nsEndpoint+"."),
+					wantCondition("KeysReady", condTrue, "Available", "All 2 access keys are ready."),
+				},
+			}},
+		},
+		"WidgetReconcileError": {
+			reason: "When the provider cannot reconcile the Widget, its own message should reach the XR's and the claim's WidgetReady condition, with a warning result.",
+			req: testRequest{
+				xr:    nsXR(afterNew),
+				input: policyInput(),
+				observed: map[string]*fnv1.Resource{"widget": observed(nsWidget(
+					unset("status.atProvider"),
+					conditions(xpCondition("Synced", "False", "ReconcileError", "create failed: cannot create widget: invalid (422): region: region us-east-1 is full")),
+				), nil)},
+			},
+			want: want{rsp: &fnv1.RunFunctionResponse{
+				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Desired: &fnv1.State{
+					Composite: xrStatus(map[string]any{"externalName": "team-a-web-8k2mz", "keysReady": "0/2", "connectionSecretName": "web-connection"}),
+					Resources: map[string]*fnv1.Resource{
+						"widget":            desired(wantNSWidget(), readyFalse),
+						"connection-secret": desired(wantNSSecret(map[string]any{"widget": b64("team-a-web-8k2mz")}), readyFalse),
+					},
+				},
+				Conditions: []*fnv1.Condition{
+					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
+					wantCondition("WidgetReady", condFalse, "ReconcileError", "The provider cannot reconcile Widget web-8k2mz: create failed: cannot create widget: invalid (422): region: region us-east-1 is full"),
+					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the widget is ready."),
+				},
+				Results: []*fnv1.Result{
+					result(sevWarning, "ReconcileError", "The provider cannot reconcile Widget web-8k2mz: create failed: cannot create widget: invalid (422): region: region us-east-1 is full"),
+				},
+			}},
+		},
+		"WidgetFailed": {
+			reason: "A widget the Widget API failed to provision should make WidgetReady False with the API's message and what to do, with a warning result.",
+			req: testRequest{
+				xr:    nsXR(afterNew),
+				input: policyInput(),
+				observed: map[string]*fnv1.Resource{"widget": observed(nsWidget(
+					set("status.atProvider.state", "Failed"),
+					set("status.atProvider.message", "no capacity left in us-east-1"),
+					conditions(xpCondition("Ready", "False", "Unavailable", "no capacity left in us-east-1"), xpCondition("Synced", "True", "ReconcileSuccess", "")),
+				), nil)},
+			},
+			want: want{rsp: &fnv1.RunFunctionResponse{
+				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Desired: &fnv1.State{
+					Composite: xrStatus(map[string]any{"externalName": "team-a-web-8k2mz", "widgetState": "Failed", "region": "us-east-1", "keysReady": "0/2", "connectionSecretName": "web-connection"}),
+					Resources: map[string]*fnv1.Resource{
+						"widget":            desired(wantNSWidget(), readyFalse),
+						"connection-secret": desired(wantNSSecret(map[string]any{"widget": b64("team-a-web-8k2mz")}), readyFalse),
+					},
+				},
+				Conditions: []*fnv1.Condition{
+					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
+					wantCondition("WidgetReady", condFalse, "Failed", "Widget web-8k2mz failed: no capacity left in us-east-1. Delete and recreate the XWidget to try again; ask the platform team if it fails again."),
+					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the widget is ready."),
+				},
+				Results: []*fnv1.Result{
+					result(sevWarning, "Failed", "Widget web-8k2mz failed: no capacity left in us-east-1. Delete and recreate the XWidget to try again; ask the platform team if it fails again."),
+				},
+			}},
+		},
+		"InvalidInput": {
+			reason: "An invalid function input should be a fatal result, after a PolicyCompliant condition and a warning result, targeted at the XR and the claim, that say it is the platform team's to fix; the desired state should be left as it was.",
+			req:    testRequest{xr: nsXR(afterNew), input: policyInput(set("kind", "Input"))},
+			want: want{rsp: &fnv1.RunFunctionResponse{
+				Meta:       &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Conditions: []*fnv1.Condition{wantCondition("PolicyCompliant", condFalse, "InvalidFunctionInput", invalidInput)},
+				Results:    []*fnv1.Result{result(sevWarning, "InvalidFunctionInput", invalidInput), fatal(invalidInput)},
+			}},
+		},
+		"PolicyViolation": {
+			reason: "An XR that violates the policy should be a fatal result naming every offending field and what is allowed, after a PolicyCompliant condition and a warning result that say the same to the XR and the claim.",
+			req:    testRequest{xr: badXR(), input: policyInput()},
+			want: want{rsp: &fnv1.RunFunctionResponse{
+				Meta:       &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Conditions: []*fnv1.Condition{wantCondition("PolicyCompliant", condFalse, "PolicyViolation", violation)},
+				Results:    []*fnv1.Result{result(sevWarning, "PolicyViolation", violation), fatal(violation)},
+			}},
+		},
+		"PolicyViolationUnchanged": {
+			reason: "An XR that already has the PolicyViolation condition should get the condition and the fatal result again, but no warning result: events mark transitions.",
+			req: testRequest{
+				xr:    badXR(conditions(xpCondition("PolicyCompliant", "False", "PolicyViolation", violation))),
+				input: policyInput(),
+			},
+			want: want{rsp: &fnv1.RunFunctionResponse{
+				Meta:       &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Conditions: []*fnv1.Condition{wantCondition("PolicyCompliant", condFalse, "PolicyViolation", violation)},
+				Results:    []*fnv1.Result{fatal(violation)},
+			}},
+		},
+		"NewLegacyXR": {
+			reason: "A new legacy XR should get a cluster-scoped Widget using the cluster-scoped ProviderConfig, no Secret, and conditions that name its claim.",
+			req:    testRequest{xr: legacyXR(), input: policyInput()},
+			want: want{rsp: &fnv1.RunFunctionResponse{
+				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Desired: &fnv1.State{
+					Composite: xrStatus(map[string]any{"keysReady": "0/1"}),
+					Resources: map[string]*fnv1.Resource{"widget": desired(wantLegacyWidget(), readyFalse)},
+				},
+				Conditions: []*fnv1.Condition{
+					wantCondition("PolicyCompliant", condTrue, "Compliant", lgCompliant),
+					wantCondition("WidgetReady", condFalse, "Creating", "Creating the widget."),
+					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 1 access key ready; access keys are created once the widget is ready."),
+				},
+				Results: []*fnv1.Result{
+					result(sevNormal, "Compliant", lgCompliant),
+					result(sevNormal, "Creating", "Creating the widget."),
+					result(sevNormal, "WaitingForWidget", "0 of 1 access key ready; access keys are created once the widget is ready."),
+				},
+			}},
+		},
+		"LegacyXRReady": {
+			reason: "A legacy XR whose widget and key are ready should return the endpoint and key as its own connection details, for Crossplane to write to the claim's connection secret; its keys write their secrets to the policy's namespace.",
+			req: testRequest{
+				xr:    legacyXR(),
+				input: policyInput(),
+				observed: map[string]*fnv1.Resource{
+					"widget": observed(legacyWidget(), nil),
+					"key-0":  observed(legacyKey(), keyDetails("web-5t2xq-b4r6s", "s3cr3t", "web-5t2xq-h7kzp", lgEndpoint)),
+				},
+			},
+			want: want{rsp: &fnv1.RunFunctionResponse{
+				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: steady},
+				Desired: &fnv1.State{
+					Composite: &fnv1.Resource{
+						Resource: mustStruct(map[string]any{"status": map[string]any{
+							"endpoint": lgEndpoint, "externalName": "web-5t2xq-h7kzp", "widgetState": "Ready", "region": "eu-west-1", "keysReady": "1/1",
+						}}),
+						ConnectionDetails: map[string][]byte{
+							"endpoint":   []byte(lgEndpoint),
+							"widget":     []byte("web-5t2xq-h7kzp"),
+							"key-0":      []byte("s3cr3t"),
+							"key-0-name": []byte("web-5t2xq-b4r6s"),
+						},
+					},
+					Resources: map[string]*fnv1.Resource{
+						"widget": desired(wantLegacyWidget(), readyTrue),
+						"key-0":  desired(wantLegacyKey(), readyTrue),
+					},
+				},
+				Conditions: []*fnv1.Condition{
+					wantCondition("PolicyCompliant", condTrue, "Compliant", lgCompliant),
+					wantCondition("WidgetReady", condTrue, "Available", "Widget web-5t2xq-h7kzp is ready at "+lgEndpoint+"."),
+					wantCondition("KeysReady", condTrue, "Available", "The access key is ready."),
+				},
+				Results: []*fnv1.Result{
+					result(sevNormal, "Compliant", lgCompliant),
+					result(sevNormal, "Available", "Widget web-5t2xq-h7kzp is ready at "+lgEndpoint+"."),
+					result(sevNormal, "Available", "The access key is ready."),
+				},
+			}},
+		},
+		"PassThrough": {
+			reason: "Resources, XR status fields and connection details that earlier pipeline steps desire should be passed through untouched.",
+			req: testRequest{
+				xr:    nsXR(afterNew),
+				input: policyInput(),
+				desired: &fnv1.State{
+					Composite: &fnv1.Resource{
+						Resource:          mustStruct(map[string]any{"status": map[string]any{"fromEarlierStep": "kept"}}),
+						ConnectionDetails: map[string][]byte{"earlier": []byte("kept")},
+					},
+					Resources: map[string]*fnv1.Resource{
+						"bucket": {Resource: mustStruct(map[string]any{"apiVersion": "example.org/v1", "kind": "Bucket"}), Ready: readyTrue},
+					},
+				},
+			},
+			want: want{rsp: &fnv1.RunFunctionResponse{
+				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Desired: &fnv1.State{
+					Composite: &fnv1.Resource{
+						Resource:          mustStruct(map[string]any{"status": map[string]any{"fromEarlierStep": "kept", "keysReady": "0/2", "connectionSecretName": "web-connection"}}),
+						ConnectionDetails: map[string][]byte{"earlier": []byte("kept")},
+					},
+					Resources: map[string]*fnv1.Resource{
+						"bucket":            {Resource: mustStruct(map[string]any{"apiVersion": "example.org/v1", "kind": "Bucket"}), Ready: readyTrue},
+						"widget":            desired(wantNSWidget(), readyFalse),
+						"connection-secret": desired(wantNSSecret(nil), readyFalse),
+					},
+				},
+				Conditions: []*fnv1.Condition{
+					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
+					wantCondition("WidgetReady", condFalse, "Creating", "Creating the widget."),
+					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the widget is ready."),
+				},
+			}},
+		},
+		"NoInput": {
+			reason: "Without input the function should use its built-in defaults: no region, so the Widget API chooses, and no extra labels.",
+			req:    testRequest{xr: nsXR(afterNew)},
+			want: want{rsp: &fnv1.RunFunctionResponse{
+				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Desired: &fnv1.State{
+					Composite: xrStatus(map[string]any{"keysReady": "0/2", "connectionSecretName": "web-connection"}),
+					Resources: map[string]*fnv1.Resource{
+						"widget": desired(build(wantNSWidget(),
+							unset("spec.forProvider.region"),
+							set("spec.forProvider.labels", map[string]any{"team": "payments"}),
+						), readyFalse),
+						"connection-secret": desired(wantNSSecret(nil), readyFalse),
+					},
+				},
+				Conditions: []*fnv1.Condition{
+					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
+					wantCondition("WidgetReady", condFalse, "Creating", "Creating the widget."),
+					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the widget is ready."),
+				},
+			}},
+		},
+		"ClusterScopedV2XR": {
+			reason: "A v2 XR of scope Cluster, which neither flavour fits, should be a fatal result that says which scopes are supported.",
+			req:    testRequest{xr: nsXR(unset("metadata.namespace")), input: policyInput()},
+			want: want{rsp: &fnv1.RunFunctionResponse{
+				Meta:       &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Conditions: []*fnv1.Condition{wantCondition("PolicyCompliant", condFalse, "UnsupportedComposite", clusterScopeMessage)},
+				Results:    []*fnv1.Result{result(sevWarning, "UnsupportedComposite", clusterScopeMessage), fatal(clusterScopeMessage)},
+			}},
+		},
+	}
+
+	f, err := NewFunction()
+	if err != nil {
+		t.Fatalf("NewFunction(): %v", err)
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rsp, err := f.RunFunction(context.Background(), tc.req.build())
+
+			if diff := cmp.Diff(tc.want.rsp, rsp, protocmp.Transform()); diff != "" {
+				t.Errorf("%s\nf.RunFunction(...): -want rsp, +got rsp:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.err, err, cmpopts.EquateErrors()); diff != "" {
+				t.Errorf("%s\nf.RunFunction(...): -want err, +got err:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+const clusterScopeMessage = "XWidget web is a cluster-scoped (scope Cluster) composite resource; function-widget composes composite resources of scope Namespaced (apiextensions.crossplane.io/v2) and LegacyCluster (apiextensions.crossplane.io/v1, with claims): use one of those in the CompositeResourceDefinition"
+
+// requests are calls the function typically gets, one per stage and flavour.
+func requests() map[string]*fnv1.RunFunctionRequest {
+	ready := func(i int) map[string][]byte {
+		return keyDetails([]string{"team-a-web-q2w7d", "team-a-web-m5n8c"}[i], "s3cr3t", "team-a-web-8k2mz", nsEndpoint)
+	}
+	return map[string]*fnv1.RunFunctionRequest{
+		"NamespacedNew": testRequest{xr: nsXR(), input: policyInput()}.build(),
+		"NamespacedProvisioning": testRequest{xr: nsXR(), input: policyInput(), observed: map[string]*fnv1.Resource{
+			"widget": observed(nsWidget(), nil),
+		}}.build(),
+		"NamespacedReady": testRequest{xr: nsXR(), input: policyInput(), observed: map[string]*fnv1.Resource{
+			"widget": observed(nsWidget(widgetReady(nsEndpoint)), nil),
+			"key-0":  observed(nsKey(0), ready(0)),
+			"key-1":  observed(nsKey(1), ready(1)),
+		}}.build(),
+		"LegacyReady": testRequest{xr: legacyXR(), input: policyInput(), observed: map[string]*fnv1.Resource{
+			"widget": observed(legacyWidget(), nil),
+			"key-0":  observed(legacyKey(), keyDetails("web-5t2xq-b4r6s", "s3cr3t", "web-5t2xq-h7kzp", lgEndpoint)),
+		}}.build(),
+		"PolicyViolation": testRequest{xr: nsXR(set("spec.size", "large")), input: policyInput()}.build(),
+		"WithDesiredState": testRequest{xr: nsXR(), input: policyInput(), desired: &fnv1.State{
+			Composite: &fnv1.Resource{Resource: mustStruct(map[string]any{"status": map[string]any{"a": "b"}})},
+			Resources: map[string]*fnv1.Resource{"bucket": {Resource: mustStruct(map[string]any{"apiVersion": "example.org/v1", "kind": "Bucket"})}},
+		}}.build(),
+	}
+}
+
+// TestRunFunctionConcurrently calls RunFunction from many goroutines at once,
+// all sharing each request, and checks every response against one computed
+// alone. Run with -race (make test does) it proves that RunFunction neither
+// shares state between calls nor changes its request.
+func TestRunFunctionConcurrently(t *testing.T) {
+	f, err := NewFunction()
+	if err != nil {
+		t.Fatalf("NewFunction(): %v", err)
+	}
+	reqs := requests()
+	want := make(map[string]*fnv1.RunFunctionResponse, len(reqs))
+	for name, req := range reqs {
+		if want[name], err = f.RunFunction(context.Background(), proto.CloneOf(req)); err != nil {
+			t.Fatalf("%s: RunFunction(): %v", name, err)
+		}
+	}
+
+	const callers = 8
+	type got struct {
+		name string
+		rsp  *fnv1.RunFunctionResponse
+		err  error
+	}
+	out := make(chan got, callers*len(reqs))
+	var wg sync.WaitGroup
+	for range callers {
+		for name, req := range reqs {
+			wg.Go(func() {
+				rsp, err := f.RunFunction(context.Background(), req)
+				out <- got{name: name, rsp: rsp, err: err}
+			})
+		}
+	}
+	wg.Wait()
+	close(out)
+
+	for g := range out {
+		if g.err != nil {
+			t.Errorf("%s: RunFunction(): %v", g.name, g.err)
+			continue
+		}
+		if diff := cmp.Diff(want[g.name], g.rsp, protocmp.Transform()); diff != "" {
+			t.Errorf("%s: a concurrent call should answer like a call alone: -alone, +concurrent:\n%s", g.name, diff)
+		}
+	}
+	for name, req := range reqs {
+		if diff := cmp.Diff(requests()[name], req, protocmp.Transform()); diff != "" {
+			t.Errorf("%s: RunFunction should not change its request: -before, +after:\n%s", name, diff)
+		}
+	}
+}
+
+// TestRunFunctionDeterministic calls RunFunction twice with the same request
+// and requires byte-identical responses: Crossplane caches responses, and a
+// response that differs between identical requests would change composed
+// resources or conditions for no reason.
+func TestRunFunctionDeterministic(t *testing.T) {
+	f, err := NewFunction()
+	if err != nil {
+		t.Fatalf("NewFunction(): %v", err)
+	}
+	m := proto.MarshalOptions{Deterministic: true}
+	for name, req := range requests() {
+		t.Run(name, func(t *testing.T) {
+			var first []byte
+			for i := range 2 {
+				rsp, err := f.RunFunction(context.Background(), proto.CloneOf(req))
+				if err != nil {
+					t.Fatalf("RunFunction(): %v", err)
+				}
+				b, err := m.Marshal(rsp)
+				if err != nil {
+					t.Fatalf("Marshal(): %v", err)
+				}
+				if i == 0 {
+					first = b
+					continue
+				}
+				if !bytes.Equal(first, b) {
+					t.Errorf("the same request should produce byte-identical responses; they differ:\n%s", cmp.Diff(first, b))
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRunFunction measures one call for a typical XWidget in each stage.
+func BenchmarkRunFunction(b *testing.B) {
+	f, err := NewFunction()
+	if err != nil {
+		b.Fatalf("NewFunction(): %v", err)
+	}
+	for _, name := range []string{"NamespacedNew", "NamespacedReady", "LegacyReady"} {
+		req := requests()[name]
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := f.RunFunction(context.Background(), req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/resource/composed"
+	corev1 "k8s.io/api/core/v1"
+
+	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+)
+
+// observedResources are the composed resources that exist, by composition
+// resource name.
+type observedResources = map[resource.Name]resource.ObservedComposed
+
+// An observation is what the function knows about the resources it composes.
+type observation struct {
+	widget widgetObservation
+
+	// keys are the access keys the XR asks for, in order.
+	keys []keyObservation
+
+	// secretExists is whether a namespaced XR's connection Secret exists.
+	secretExists bool
+}
+
+// A widgetObservation is the observed Widget managed resource.
+type widgetObservation struct {
+	exists       bool
+	name         string
+	externalName string
+	deleting     bool
+	ready        xpv2.Condition
+	synced       xpv2.Condition
+	atProvider   commonv1alpha1.WidgetObservation
+
+	// region is the region the widget has or is being created in: once
+	// set, it cannot change.
+	region string
+}
+
+// A keyObservation is the observed WidgetKey managed resource of one access
+// key.
+type keyObservation struct {
+	index    int
+	exists   bool
+	name     string
+	deleting bool
+	synced   xpv2.Condition
+
+	// details are the key's connection details, which Crossplane reads from
+	// the Secret the WidgetKey writes.
+	details resource.ConnectionDetails
+}
+
+// observe reads the access keys and the connection Secret from the observed
+// state, for an XR whose widget is w and that asks for the supplied number of
+// keys.
+func observe(w widgetObservation, o observedResources, keys int) observation {
+	obs := observation{widget: w, keys: make([]keyObservation, keys)}
+	for i := range obs.keys {
+		obs.keys[i] = observeKey(o, i)
+	}
+	_, obs.secretExists = o[resourceConnectionSecret]
+	return obs
+}
+
+// observeWidget reads the Widget from the observed state.
+func observeWidget(o observedResources) widgetObservation {
+	ocd, ok := o[resourceWidget]
+	if !ok {
+		return widgetObservation{}
+	}
+	r := ocd.Resource
+	cs := conditionsOf(r)
+	w := widgetObservation{
+		exists:       true,
+		name:         r.GetName(),
+		externalName: meta.GetExternalName(r),
+		deleting:     r.GetDeletionTimestamp() != nil,
+		ready:        cs.GetCondition(xpv2.TypeReady),
+		synced:       cs.GetCondition(xpv2.TypeSynced),
+	}
+	// A status the function cannot read is treated as no status yet: the
+	// widget is then not ready, and the next observation may succeed.
+	_ = r.GetValueInto("status.atProvider", &w.atProvider)
+	w.region, _ = r.GetString("spec.forProvider.region")
+	if w.region == "" {
+		w.region = w.atProvider.Region
+	}
+	return w
+}
+
+func observeKey(o observedResources, i int) keyObservation {
+	ocd, ok := o[keyResourceName(i)]
+	if !ok {
+		return keyObservation{index: i}
+	}
+	return keyObservation{
+		index:    i,
+		exists:   true,
+		name:     ocd.Resource.GetName(),
+		deleting: ocd.Resource.GetDeletionTimestamp() != nil,
+		synced:   conditionsOf(ocd.Resource).GetCondition(xpv2.TypeSynced),
+		details:  ocd.ConnectionDetails,
+	}
+}
+
+// conditionsOf reads a composed resource's conditions. Conditions that cannot
+// be read count as unknown.
+func conditionsOf(r *composed.Unstructured) *xpv2.ConditionedStatus {
+	cs := &xpv2.ConditionedStatus{}
+	_ = r.GetValueInto("status.conditions", &cs.Conditions)
+	return cs
+}
+
+// isReady reports whether the widget is usable: the provider reports its
+// Ready condition True only while the Widget API says the widget is Ready.
+func (w widgetObservation) isReady() bool {
+	return w.exists && !w.deleting && w.ready.Status == corev1.ConditionTrue
+}
+
+// endpoint is the widget's endpoint, once it has one.
+func (w widgetObservation) endpoint() string {
+	return w.atProvider.Endpoint
+}
+
+// isReady reports whether the access key is usable: its connection details
+// hold the key.
+func (k keyObservation) isReady() bool {
+	return k.exists && !k.deleting && len(k.details[keyDetailKey]) > 0
+}
+
+// readyKeys counts the access keys that are ready.
+func (o observation) readyKeys() int {
+	n := 0
+	for _, k := range o.keys {
+		if k.isReady() {
+			n++
+		}
+	}
+	return n
+}
+
+// keysReady reports whether every access key the XR asks for is ready.
+func (o observation) keysReady() bool {
+	return o.readyKeys() == len(o.keys)
+}
+
+// asReady converts a readiness to the function SDK's.
+func asReady(ready bool) resource.Ready {
+	if ready {
+		return resource.ReadyTrue
+	}
+	return resource.ReadyFalse
+}

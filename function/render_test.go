@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of TestRender with the current output")
+
+// Paths relative to the repository root, where the Crossplane CLI runs, so
+// that paths in its messages do not depend on the clone's location.
+const (
+	repoRoot    = ".."
+	examples    = "examples/composition"
+	functions   = examples + "/functions.yaml"
+	goldenDir   = "testdata/render"
+	renderTries = 50
+)
+
+// A renderCase is one `crossplane render` of an example.
+type renderCase struct {
+	reason      string
+	xr          string
+	composition string
+	xrd         string
+	observed    string
+	wantErr     bool
+}
+
+func renderCases() map[string]renderCase {
+	ns := func(f string) string { return examples + "/namespaced/" + f }
+	lg := func(f string) string { return examples + "/legacy/" + f }
+	return map[string]renderCase{
+		"namespaced-new": {
+			reason: "A new namespaced XWidget gets a namespaced Widget and a connection Secret; keys wait for the widget.",
+			xr:     ns("xr.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"),
+		},
+		"namespaced-provisioning": {
+			reason: "While the widget is provisioned, the XWidget says so and shows its name, state and region.",
+			xr:     ns("xr.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ns("observed-provisioning.yaml"),
+		},
+		"namespaced-ready": {
+			reason: "Once the widget is ready its keys are composed and the endpoint reaches the status and the Secret.",
+			xr:     ns("xr.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ns("observed-ready.yaml"),
+		},
+		"namespaced-policy-violation": {
+			reason: "An XWidget that violates the platform's policy is not composed; the fatal result names each field and what is allowed.",
+			xr:     "function/testdata/xr-policy-violation.yaml", composition: ns("composition.yaml"), xrd: ns("definition.yaml"),
+			wantErr: true,
+		},
+		"legacy-new": {
+			reason: "A new legacy XWidget (of a claim) gets a cluster-scoped Widget and no Secret.",
+			xr:     lg("xr.yaml"), composition: lg("composition.yaml"), xrd: lg("definition.yaml"),
+		},
+		"legacy-ready": {
+			reason: "Once the widget of a legacy XWidget is ready its key is composed, with a connection secret in the policy's namespace.",
+			xr:     lg("xr.yaml"), composition: lg("composition.yaml"), xrd: lg("definition.yaml"), observed: lg("observed-ready.yaml"),
+		},
+		"legacy-failing": {
+			reason: "The provider's own error about the Widget reaches the XWidget's (and so the claim's) WidgetReady condition, with a warning.",
+			xr:     lg("xr.yaml"), composition: lg("composition.yaml"), xrd: lg("definition.yaml"), observed: lg("observed-failing.yaml"),
+		},
+	}
+}
+
+// TestRender renders every example with the Crossplane CLI against the real
+// function binary, and compares the output with golden files in
+// testdata/render. Run it with -update to rewrite them. It needs the
+// Crossplane CLI (CRANK_BIN, from hack/tools.sh); without it, it is skipped.
+func TestRender(t *testing.T) {
+	crank := os.Getenv("CRANK_BIN")
+	if crank == "" {
+		t.Skip(`CRANK_BIN is not set: run eval "$(bash hack/tools.sh env)" (after make tools) to render the examples with the Crossplane CLI`)
+	}
+	addr := startFunction(t)
+
+	for name, tc := range renderCases() {
+		t.Run(name, func(t *testing.T) {
+			args := []string{"render", tc.xr, tc.composition, functions, "--xrd", tc.xrd, "--include-full-xr", "--include-function-results",
+				"--function-annotations", "render.crossplane.io/runtime-development-target=" + addr}
+			if tc.observed != "" {
+				args = append(args, "--observed-resources", tc.observed)
+			}
+			cmd := exec.CommandContext(t.Context(), crank, args...)
+			cmd.Dir = repoRoot
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+
+			got := stdout.Bytes()
+			switch {
+			case tc.wantErr && err == nil:
+				t.Fatalf("%s\ncrossplane render should fail, but succeeded:\n%s", tc.reason, got)
+			case tc.wantErr:
+				got = stderr.Bytes()
+			case err != nil:
+				t.Fatalf("%s\ncrossplane render %v: %v\n%s", tc.reason, args, err, stderr.Bytes())
+			}
+
+			golden := filepath.Join(goldenDir, name+".yaml")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("cannot read golden file (run go test ./function -run TestRender -update to write it): %v", err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("%s\ncrossplane render: -%s, +got (if the change is intended, run go test ./function -run TestRender -update):\n%s", tc.reason, golden, diff)
+			}
+		})
+	}
+}
+
+// startFunction builds the function and runs it with --insecure on a free
+// loopback port, the way `crossplane render` expects a function of the
+// Development runtime. It returns the function's address once it serves.
+func startFunction(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "function-widget")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("cannot build the function: %v\n%s", err, out)
+	}
+
+	addr := freeAddress(t)
+	var logs bytes.Buffer
+	fn := exec.Command(bin, "--insecure", "--address="+addr, "--metrics-address=", "--debug")
+	fn.Stdout, fn.Stderr = &logs, &logs
+	if err := fn.Start(); err != nil {
+		t.Fatalf("cannot start the function: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = fn.Process.Kill()
+		_ = fn.Wait()
+		if t.Failed() {
+			t.Logf("function logs:\n%s", logs.String())
+		}
+	})
+
+	if err := waitServing(t.Context(), addr); err != nil {
+		t.Fatalf("the function does not serve at %s: %v\n%s", addr, err, logs.String())
+	}
+	return addr
+}
+
+// freeAddress returns a loopback address with a port no one listens on.
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("cannot find a free port: %v", err)
+	}
+	defer func() { _ = l.Close() }()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
+}
+
+// waitServing waits until the gRPC health service at addr reports SERVING.
+func waitServing(ctx context.Context, addr string) error {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close() }()
+	hc := healthpb.NewHealthClient(conn)
+	var last error
+	for range renderTries {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		rsp, err := hc.Check(cctx, &healthpb.HealthCheckRequest{})
+		cancel()
+		if err == nil && rsp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			return nil
+		}
+		last = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	return errors.Join(errors.New("not serving after 5s"), last)
+}
