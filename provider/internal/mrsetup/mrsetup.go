@@ -61,7 +61,7 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	newObj func() T, newList func() resource.ManagedList, connect func(Env) managed.TypedExternalConnector[T]) error {
 	name := managed.ControllerName(gvk.GroupKind().String())
 	limiter := ratelimit.New(ratelimiter.NewController())
-	record := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime v2.4.0 event.NewAPIRecorder takes the old EventRecorder
+	record := event.NewAPIRecorder(mgr.GetEventRecorderFor(name))
 
 	opts := []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[T](connect(Env{Kind: gvk.GroupKind().String(), Limiter: limiter, Record: record})),

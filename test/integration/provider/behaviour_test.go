@@ -53,7 +53,7 @@ func TestDriftRepairWithChangeFeed(t *testing.T) {
 	e.widget("drifty")
 	e.waitReady("drifty")
 	name := e.ns + "-drifty"
-	var ds []time.Duration
+	ds := make([]time.Duration, 0, 5)
 	for i := range 5 {
 		d := repairLatency(t, e, name, []string{"large", "small"}[i%2])
 		ds = append(ds, d)
@@ -89,7 +89,7 @@ func TestDriftRepairPollingOnly(t *testing.T) {
 	startProvider(t, "--no-change-feed", "--poll-interval", "5s", "--poll-jitter", "1s")
 	e.widget("polled")
 	e.waitReady("polled")
-	var ds []time.Duration
+	ds := make([]time.Duration, 0, 5)
 	for i := range 3 {
 		ds = append(ds, repairLatency(t, e, e.ns+"-polled", []string{"large", "small"}[i%2]))
 		e.waitReady("polled")

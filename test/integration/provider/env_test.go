@@ -63,7 +63,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "cannot start envtest:", err)
 		return 1
 	}
-	defer env.Stop() //nolint:errcheck // best effort at exit
+	defer env.Stop()
 
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
@@ -77,7 +77,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir) //nolint:errcheck // best effort at exit
+	defer os.RemoveAll(dir)
 
 	user, err := env.ControlPlane.AddUser(envtest.User{Name: "provider-widget", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
@@ -271,7 +271,7 @@ func (p *provider) metric(name string, labels ...string) float64 {
 	if err != nil {
 		return -1
 	}
-	defer rsp.Body.Close() //nolint:errcheck // test helper
+	defer rsp.Body.Close()
 	body, _ := io.ReadAll(rsp.Body)
 	sum := 0.0
 	for _, line := range strings.Split(string(body), "\n") {
@@ -301,7 +301,7 @@ func freeAddr(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close() //nolint:errcheck // test helper
+	defer l.Close()
 	return l.Addr().String()
 }
 
