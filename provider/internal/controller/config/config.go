@@ -45,7 +45,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 	} {
 		r := providerconfig.NewReconciler(mgr, k.kinds,
 			providerconfig.WithLogger(o.Logger.WithValues("controller", k.name)),
-			providerconfig.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(k.name)))) //nolint:staticcheck // crossplane-runtime v2.4.0 takes the old EventRecorder
+			providerconfig.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(k.name))))
 		err := ctrl.NewControllerManagedBy(mgr).
 			Named(k.name).
 			WithOptions(o.ForControllerRuntime()).
