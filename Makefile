@@ -51,10 +51,14 @@ tools: ## Build (first run, ~12 min on 2 cores) or reuse the cached kube-apiserv
 
 ##@ Build
 
+LDFLAGS := -s -w -X main.version=$(VERSION)
+
 .PHONY: build
-build: ## Build the binaries into _output/bin.
+build: ## Build provider-widget, function-widget and widget-api into _output/bin.
 	@mkdir -p $(BIN_DIR)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(BIN_DIR)/ ./widgetapi/cmd/widget-api
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/provider-widget ./provider
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/function-widget ./function
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/widget-api ./widgetapi/cmd/widget-api
 
 ##@ Test
 
@@ -65,9 +69,13 @@ test: tools vet check-diff lint unit ## Everything CI runs: tools, vet/gofmt, ge
 unit: ## Run go test ./... (with -race); the integration tiers find binaries via hack/tools.sh env.
 	eval "$$($(TOOLS) env)" && $(GO) test $(GO_TEST_FLAGS) ./...
 
+.PHONY: render-update
+render-update: ## Regenerate the golden crossplane render output of the examples.
+	eval "$$($(TOOLS) env)" && $(GO) test ./function -run TestRender -update
+
 .PHONY: bench
 bench: ## Run the benchmarks (not part of make test).
-	$(GO) test -run '^$$' -bench . -benchmem ./widgetapi/server/
+	$(GO) test -run '^$$' -bench . -benchmem ./widgetapi/server/ ./function/
 
 ##@ Run
 
