@@ -1,0 +1,218 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	xpextv1alpha1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1alpha1"
+)
+
+// The Secrets `crossplane core init` fills, named as the Helm chart names
+// them (core init has no defaults for these).
+const (
+	// RootCASecret holds the CA (tls.crt, tls.key) that signs Crossplane's
+	// client certificate and every function's server certificate.
+	RootCASecret = "crossplane-root-ca"
+	// ClientTLSSecret holds the client certificate (tls.crt, tls.key,
+	// ca.crt) core presents to functions.
+	ClientTLSSecret = "crossplane-tls-client"
+	// ServerTLSSecret would hold core's webhook certificate; webhooks are
+	// off, so init does not create it.
+	ServerTLSSecret = "crossplane-tls-server"
+)
+
+// coreInitAttempts is how often `core init` is tried: its first run can race
+// the Lock CRD it just created ("no matches for kind Lock").
+const coreInitAttempts = 3
+
+// startCrossplane runs `crossplane core init` and `crossplane core start`
+// and waits until core's controllers are working.
+func (h *Harness) startCrossplane(ctx context.Context) error {
+	ns := h.opts.Namespace
+	// In a cluster the Helm chart creates these.
+	if err := h.kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !kerrors.IsAlreadyExists(err) {
+		return errors.Wrap(err, "cannot create Crossplane namespace")
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: DefaultServiceAccount}}
+	if err := h.kube.Create(ctx, sa); err != nil && !kerrors.IsAlreadyExists(err) {
+		return errors.Wrap(err, "cannot create Crossplane service account")
+	}
+
+	t := time.Now()
+	if err := h.coreInit(ctx); err != nil {
+		return err
+	}
+	h.log.Info("crossplane core init done", "duration", since(t))
+
+	// Core presents the client certificate init generated when it calls
+	// functions; it reads it from a directory, as if the Secret were mounted.
+	clientDir := filepath.Join(h.dir, "tls", "core-client")
+	s := &corev1.Secret{}
+	if err := h.kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: ClientTLSSecret}, s); err != nil {
+		return errors.Wrap(err, "cannot get Crossplane's client TLS Secret")
+	}
+	if err := writeTLSDir(clientDir, s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey], s.Data["ca.crt"]); err != nil {
+		return errors.Wrap(err, "cannot write Crossplane's client TLS certificates")
+	}
+
+	t = time.Now()
+	var err error
+	if h.coreMetricsPort, err = FreePort(); err != nil {
+		return err
+	}
+	if h.coreHealthPort, err = FreePort(); err != nil {
+		return err
+	}
+	args := []string{
+		"core", "start",
+		"--package-runtime=External",
+		"--webhook-enabled=false",
+		"--xpkg-cache-dir=" + filepath.Join(h.dir, "cache", "xpkg"),
+		"--xfn-cache-dir=" + filepath.Join(h.dir, "cache", "xfn"),
+		"--tls-client-certs-dir=" + clientDir,
+		"--metrics-port=" + strconv.Itoa(h.coreMetricsPort),
+		"--health-probe-port=" + strconv.Itoa(h.coreHealthPort),
+	}
+	if h.opts.Debug {
+		args = append(args, "--debug")
+	}
+	args = append(args, h.opts.CoreArgs...)
+	h.core = h.newProcess("crossplane", Command{
+		Path: h.tools.Crossplane,
+		Args: args,
+		Env:  []string{"TLS_CLIENT_SECRET_NAME=" + ClientTLSSecret, "LEADER_ELECTION=false"},
+	})
+	if err := h.core.Start(); err != nil {
+		return err
+	}
+	if err := h.waitCoreReady(ctx); err != nil {
+		return err
+	}
+	h.log.Info("crossplane core ready", "duration", since(t), "metrics", h.CoreMetricsURL())
+	return nil
+}
+
+// coreInit runs `crossplane core init`, retrying when it fails.
+func (h *Harness) coreInit(ctx context.Context) error {
+	args := []string{"core", "init", "--webhook-enabled=false"}
+	for _, a := range h.opts.Activations {
+		args = append(args, "--activation="+a)
+	}
+	env := append(os.Environ(),
+		"KUBECONFIG="+h.kubeconfig,
+		"POD_NAMESPACE="+h.opts.Namespace,
+		"POD_SERVICE_ACCOUNT="+DefaultServiceAccount,
+		"CRDS_PATH="+h.tools.CrossplaneCRDs,
+		"TLS_CA_SECRET_NAME="+RootCASecret,
+		"TLS_SERVER_SECRET_NAME="+ServerTLSSecret,
+		"TLS_CLIENT_SECRET_NAME="+ClientTLSSecret,
+	)
+	logPath := filepath.Join(h.dir, "logs", "crossplane-init.log")
+	var last error
+	for i := 1; i <= coreInitAttempts; i++ {
+		c := exec.CommandContext(ctx, h.tools.Crossplane, args...) //nolint:gosec // The binary comes from Tools.
+		c.Env = env
+		c.Dir = h.dir
+		c.SysProcAttr = sysProcAttr()
+		out, err := c.CombinedOutput()
+		_ = appendFile(logPath, out)
+		if err == nil {
+			return nil
+		}
+		last = errors.Errorf("%v: %s", err, tail(out, 1))
+		if ctx.Err() != nil {
+			break
+		}
+		// The first run usually races the Lock CRD it has just applied.
+		h.log.Info("crossplane core init failed; retrying", "attempt", i, "error", tail(out, 1))
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(i) * time.Second):
+		}
+	}
+	return errors.Wrapf(last, "cannot run crossplane core init (log: %s)", logPath)
+}
+
+// waitCoreReady waits until core's health probe answers and its controllers
+// have reconciled the default ManagedResourceActivationPolicy - proof that
+// the manager started, its caches synced and it can write status.
+func (h *Harness) waitCoreReady(ctx context.Context) error {
+	exited := h.core.Exited()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-exited:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	fail := func(err error, what string) error {
+		select {
+		case <-exited:
+			return errors.Errorf("cannot start crossplane core: it exited (%v): %s", h.core.Err(), tailFile(h.core.LogPath(), 5))
+		default:
+			return errors.Wrapf(err, "cannot wait for crossplane core %s (log: %s)", what, h.core.LogPath())
+		}
+	}
+	if err := waitHTTP(wctx, "http://127.0.0.1:"+strconv.Itoa(h.coreHealthPort)+"/readyz"); err != nil {
+		return fail(err, "health probe")
+	}
+	if len(h.opts.Activations) == 0 {
+		return nil
+	}
+	err := poll(wctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
+		p := &xpextv1alpha1.ManagedResourceActivationPolicy{}
+		if err := h.kube.Get(ctx, types.NamespacedName{Name: "default"}, p); err != nil {
+			return false, nil //nolint:nilerr // Keep waiting.
+		}
+		return len(p.Status.Conditions) > 0, nil
+	})
+	if err != nil {
+		return fail(err, "controllers")
+	}
+	return nil
+}
+
+func appendFile(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// tail returns the last n non-empty lines of out, joined with " | ".
+func tail(out []byte, n int) string {
+	lines := strings.Split(strings.TrimSpace(string(bytes.ToValidUTF8(out, nil))), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// tailFile returns the last n lines of a log file.
+func tailFile(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	return tail(b, n)
+}

@@ -1,0 +1,516 @@
+// Package harness runs a local Crossplane control plane for the end-to-end
+// tests and `make demo`: etcd and kube-apiserver (controller-runtime's
+// envtest), Crossplane core v2.4.0 with the External package runtime, a
+// loopback OCI registry, optionally kube-controller-manager (garbage
+// collection) and the reference Widget API server. It installs Function and
+// Provider packages through Crossplane's own package manager and plays the
+// External package runtime: it runs each package's binary as a supervised
+// process and reports it on the package revision, as the Deployment runtime
+// would.
+//
+// Everything listens on 127.0.0.1 with free ports - except Crossplane core's
+// metrics and health-probe servers: core has flags for their ports but binds
+// them on all interfaces - and everything lives under one directory. Stop,
+// cancelling the context given to Start, or (with Options.HandleSignals)
+// SIGINT/SIGTERM tear it all down, leaving no process behind. The processes
+// the harness starts itself also die with the harness's process (Linux
+// parent-death signal); etcd and kube-apiserver, which envtest starts, do
+// not, so a harness killed with SIGKILL leaks those two.
+//
+// A typical use:
+//
+//	h, err := harness.Start(ctx, harness.Options{Dir: t.TempDir(), Log: log})
+//	if err != nil { ... }
+//	defer h.Stop()
+//	ref, err := h.PushPackage(ctx, "_output/function-widget.xpkg", "function-widget:v0.1.0")
+//	fn, err := h.InstallFunction(ctx, "function-widget", ref, harness.Command{Path: "_output/bin/function"})
+//	// ... kubectl --kubeconfig h.Kubeconfig() ..., h.Client() ...
+//	if failed { dir, _ := h.DumpDiagnostics(ctx, "") }
+package harness
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	xpextv1alpha1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1alpha1"
+	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
+
+	"github.com/widgetco/crossplane-widget/widgetapi/server"
+)
+
+// Defaults for Options.
+const (
+	DefaultNamespace      = "crossplane-system"
+	DefaultServiceAccount = "crossplane"
+	DefaultStartTimeout   = 5 * time.Minute
+)
+
+// Options configure Start. The zero value is usable apart from needing the
+// tools in the environment.
+type Options struct {
+	// Dir holds everything the harness writes: the admin kubeconfig, etcd's
+	// data, package caches, TLS material, process logs (logs/) and
+	// diagnostics. Default: a new temporary directory, kept after Stop so
+	// logs can be read.
+	Dir string
+
+	// Log receives progress (with durations) and problems. Default: discard.
+	Log *slog.Logger
+
+	// Tools are the binaries to run. Default: ToolsFromEnv.
+	Tools *Tools
+
+	// Namespace is Crossplane's namespace (default crossplane-system).
+	Namespace string
+
+	// Activations are the default ManagedResourceActivationPolicy entries
+	// `crossplane core init` creates (default ["*"], like the Helm chart).
+	// They activate the MRDs of providers with the safe-start capability;
+	// Crossplane creates the MRDs of other providers active already.
+	Activations []string
+
+	// CoreArgs are extra flags for `crossplane core start`, e.g.
+	// "--enable-operations" or "--poll-interval=10s".
+	CoreArgs []string
+
+	// Debug runs Crossplane core with --debug (its log is in logs/).
+	Debug bool
+
+	// WidgetAPI, when set, runs the reference Widget API server in-process on
+	// a loopback port. DataDir defaults to <Dir>/widgetapi and Logger to
+	// <Dir>/logs/widget-api.log.
+	WidgetAPI *server.Options
+
+	// HandleSignals tears the harness down on SIGINT or SIGTERM (for the
+	// demo). Done is closed when that is finished. Further signals are
+	// ignored until then, so an impatient second Ctrl-C cannot leave etcd
+	// or kube-apiserver behind.
+	HandleSignals bool
+
+	// StartTimeout bounds Start (default 5m). Waits in InstallFunction and
+	// InstallProvider are bounded by their context and by the same timeout.
+	StartTimeout time.Duration
+}
+
+// A Harness is a running local control plane. Create it with Start; call Stop
+// when done. Its methods are safe for concurrent use.
+type Harness struct {
+	opts  Options
+	tools Tools
+	log   *slog.Logger
+	dir   string
+
+	env        *envtest.Environment
+	cfg        *rest.Config
+	kubeconfig string
+	kube       client.Client
+
+	registry *loopbackRegistry
+	widgets  *WidgetAPI
+	kcm      *Process
+	core     *Process
+
+	coreMetricsPort int
+	coreHealthPort  int
+	logFiles        []*os.File
+
+	rt *runtimePlayer
+
+	stopOnce sync.Once
+	stopErr  error
+	done     chan struct{}
+	cancel   context.CancelFunc
+}
+
+// Start brings up the control plane and returns when Crossplane core is
+// ready to install packages. ctx bounds the harness's whole life, not just
+// start-up: cancelling it tears everything down (as Stop does). On error
+// everything started so far is stopped; the error names the diagnostics
+// directory when there is one.
+func Start(ctx context.Context, o Options) (*Harness, error) { //nolint:gocyclo // A linear sequence of start-up steps.
+	begin := time.Now()
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.Activations == nil {
+		o.Activations = []string{"*"}
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = DefaultStartTimeout
+	}
+	var t Tools
+	if o.Tools != nil {
+		t = *o.Tools
+	} else {
+		var err error
+		if t, err = ToolsFromEnv(); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.validate(); err != nil {
+		return nil, err
+	}
+	if o.Dir == "" {
+		d, err := os.MkdirTemp("", "crossplane-harness-")
+		if err != nil {
+			return nil, errors.Wrap(err, "cannot create harness directory")
+		}
+		o.Dir = d
+	}
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot resolve harness directory")
+	}
+	for _, d := range []string{"logs", "cache/xpkg", "cache/xfn", "tls", "runtimes"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			return nil, errors.Wrap(err, "cannot create harness directory")
+		}
+	}
+
+	var lifeCtx context.Context
+	var cancel context.CancelFunc
+	if o.HandleSignals {
+		lifeCtx, cancel = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	} else {
+		lifeCtx, cancel = context.WithCancel(ctx)
+	}
+	h := &Harness{
+		opts:   o,
+		tools:  t,
+		log:    o.Log,
+		dir:    dir,
+		done:   make(chan struct{}),
+		cancel: cancel,
+	}
+	h.log.Info("Starting local control plane", "dir", dir)
+
+	startCtx, startCancel := context.WithTimeout(lifeCtx, o.StartTimeout)
+	defer startCancel()
+	if err := h.start(startCtx); err != nil {
+		if ctx.Err() == nil && h.kube != nil {
+			if d, derr := h.DumpDiagnostics(context.Background(), ""); derr == nil {
+				err = errors.Wrapf(err, "diagnostics in %s", d)
+			}
+		}
+		_ = h.Stop()
+		return nil, err
+	}
+	h.rt.start(lifeCtx)
+	go func() {
+		<-lifeCtx.Done()
+		_ = h.Stop()
+	}()
+	h.log.Info("Local control plane ready", "duration", since(begin), "kubeconfig", h.kubeconfig)
+	return h, nil
+}
+
+func (h *Harness) start(ctx context.Context) error {
+	if err := h.startControlPlane(ctx); err != nil {
+		return err
+	}
+	if h.tools.KubeControllerManager != "" {
+		if err := h.startControllerManager(ctx); err != nil {
+			return err
+		}
+	}
+	reg, err := startRegistry(filepath.Join(h.dir, "logs", "registry.log"))
+	if err != nil {
+		return err
+	}
+	h.registry = reg
+	h.log.Info("Loopback OCI registry ready", "host", reg.host)
+	if h.opts.WidgetAPI != nil {
+		w, err := startWidgetAPI(*h.opts.WidgetAPI, h.dir)
+		if err != nil {
+			return err
+		}
+		h.widgets = w
+		h.log.Info("Widget API ready", "url", w.URL, "data-dir", w.DataDir)
+	}
+	if err := h.startCrossplane(ctx); err != nil {
+		return err
+	}
+	h.rt = newRuntimePlayer(h)
+	return nil
+}
+
+// startControlPlane starts etcd and kube-apiserver and writes the admin
+// kubeconfig.
+func (h *Harness) startControlPlane(_ context.Context) error {
+	t := time.Now()
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    h.tools.KubebuilderAssets,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	etcdLog, err := h.openLog("etcd")
+	if err != nil {
+		return err
+	}
+	apiLog, err := h.openLog("kube-apiserver")
+	if err != nil {
+		return err
+	}
+	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(h.dir, "etcd"), Out: etcdLog, Err: etcdLog}
+	env.ControlPlane.APIServer = &envtest.APIServer{Out: apiLog, Err: apiLog}
+	if err := os.MkdirAll(env.ControlPlane.Etcd.DataDir, 0o700); err != nil {
+		return errors.Wrap(err, "cannot create etcd data directory")
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		_ = env.Stop()
+		return errors.Wrap(err, "cannot start etcd and kube-apiserver")
+	}
+	h.env = env
+	h.log.Info("kube-apiserver ready", "duration", since(t), "url", cfg.Host)
+
+	admin, err := env.AddUser(envtest.User{Name: "harness-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return errors.Wrap(err, "cannot provision admin user")
+	}
+	kc, err := admin.KubeConfig()
+	if err != nil {
+		return errors.Wrap(err, "cannot render admin kubeconfig")
+	}
+	h.kubeconfig = filepath.Join(h.dir, "kubeconfig")
+	if err := os.WriteFile(h.kubeconfig, kc, 0o600); err != nil {
+		return errors.Wrap(err, "cannot write admin kubeconfig")
+	}
+	h.cfg = rest.CopyConfig(admin.Config())
+	h.cfg.QPS, h.cfg.Burst = 50, 100
+	h.kube, err = client.New(h.cfg, client.Options{Scheme: scheme()})
+	return errors.Wrap(err, "cannot create Kubernetes client")
+}
+
+// openLog opens logs/<name>.log for appending; Stop closes it.
+func (h *Harness) openLog(name string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(h.dir, "logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot open %s log", name)
+	}
+	h.logFiles = append(h.logFiles, f)
+	return f, nil
+}
+
+// startControllerManager runs kube-controller-manager with only the
+// controllers envtest lacks that Crossplane relies on: the garbage collector
+// (composed resources, package revisions and MRDs are deleted through
+// ownerReferences) and the namespace controller.
+func (h *Harness) startControllerManager(ctx context.Context) error {
+	t := time.Now()
+	p := h.newProcess("kube-controller-manager", Command{
+		Path: h.tools.KubeControllerManager,
+		Args: []string{
+			"--kubeconfig=" + h.kubeconfig,
+			"--controllers=garbage-collector-controller,namespace-controller",
+			"--leader-elect=false",
+			"--secure-port=0",
+			"--use-service-account-credentials=false",
+			"--concurrent-gc-syncs=5",
+		},
+	})
+	if err := p.Start(); err != nil {
+		return err
+	}
+	h.kcm = p
+	// It has no serving port (--secure-port=0); give it a moment and make
+	// sure it did not exit on a bad flag.
+	select {
+	case <-p.Exited():
+		return errors.Errorf("cannot start kube-controller-manager: it exited (%v); see %s", p.Err(), p.LogPath())
+	case <-time.After(time.Second):
+	case <-ctx.Done():
+		return errors.Wrap(ctx.Err(), "cannot start kube-controller-manager")
+	}
+	h.log.Info("kube-controller-manager running", "duration", since(t), "controllers", "garbage-collector,namespace")
+	return nil
+}
+
+// newProcess returns a Process logging to logs/<name>.log with the harness's
+// environment: KUBECONFIG and POD_NAMESPACE point at this control plane.
+func (h *Harness) newProcess(name string, c Command) *Process {
+	if c.Dir == "" {
+		c.Dir = h.dir
+	}
+	env := append(os.Environ(),
+		"KUBECONFIG="+h.kubeconfig,
+		"POD_NAMESPACE="+h.opts.Namespace,
+		"POD_SERVICE_ACCOUNT="+DefaultServiceAccount,
+	)
+	env = append(env, c.Env...)
+	return newProcess(name, c, env, filepath.Join(h.dir, "logs", name+".log"), h.log)
+}
+
+// Stop tears everything down: package runtimes, Crossplane core,
+// kube-controller-manager, the registry, the Widget API server, then
+// kube-apiserver and etcd. It waits for every process to exit. It is safe to
+// call more than once and concurrently; later calls return the first call's
+// result once it is complete. The harness directory is left in place.
+func (h *Harness) Stop() error {
+	h.stopOnce.Do(func() {
+		t := time.Now()
+		h.log.Info("Tearing down local control plane")
+		// Cancel last: with HandleSignals that also stops catching SIGINT,
+		// and a second Ctrl-C during teardown must not kill the harness
+		// before etcd and kube-apiserver are stopped.
+		defer h.cancel()
+		var errs []error
+		if h.rt != nil {
+			errs = append(errs, h.rt.stop())
+		}
+		for _, p := range []*Process{h.core, h.kcm} {
+			if p != nil {
+				errs = append(errs, p.Stop())
+			}
+		}
+		if h.registry != nil {
+			errs = append(errs, h.registry.close())
+		}
+		if h.widgets != nil {
+			errs = append(errs, h.widgets.close())
+		}
+		if h.env != nil {
+			errs = append(errs, errors.Wrap(h.env.Stop(), "cannot stop etcd and kube-apiserver"))
+		}
+		for _, f := range h.logFiles {
+			_ = f.Close()
+		}
+		if err := errors.Join(errs...); err != nil {
+			h.stopErr = err
+		}
+		h.log.Info("Local control plane torn down", "duration", since(t))
+		close(h.done)
+	})
+	<-h.done
+	return h.stopErr
+}
+
+// Done is closed when the harness has been torn down (by Stop, by its context
+// or by a signal).
+func (h *Harness) Done() <-chan struct{} { return h.done }
+
+// Dir is the harness directory.
+func (h *Harness) Dir() string { return h.dir }
+
+// Kubeconfig is the path of an admin (system:masters) kubeconfig for the API
+// server.
+func (h *Harness) Kubeconfig() string { return h.kubeconfig }
+
+// RESTConfig returns a copy of the admin REST config.
+func (h *Harness) RESTConfig() *rest.Config { return rest.CopyConfig(h.cfg) }
+
+// Client is an uncached admin client whose scheme knows core Kubernetes
+// types, CRDs and Crossplane's package and MRD types. Use unstructured
+// objects for anything else.
+func (h *Harness) Client() client.Client { return h.kube }
+
+// Namespace is Crossplane's namespace.
+func (h *Harness) Namespace() string { return h.opts.Namespace }
+
+// Core is the Crossplane core process (to read its log, or kill and restart
+// it in a test).
+func (h *Harness) Core() *Process { return h.core }
+
+// CoreMetricsURL is Crossplane core's Prometheus endpoint, e.g. to check
+// function_run_function_response_total.
+func (h *Harness) CoreMetricsURL() string {
+	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(h.coreMetricsPort)) + "/metrics"
+}
+
+// WidgetAPI is the reference Widget API server, or nil when
+// Options.WidgetAPI was not set.
+func (h *Harness) WidgetAPI() *WidgetAPI { return h.widgets }
+
+func scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme,
+		extv1.AddToScheme,
+		pkgv1.AddToScheme,
+		xpextv1alpha1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			panic(fmt.Sprintf("cannot build scheme: %v", err))
+		}
+	}
+	return s
+}
+
+// since is the time since t, rounded for logs.
+func since(t time.Time) string { return time.Since(t).Round(100 * time.Millisecond).String() }
+
+// FreePort returns a TCP port that is free on 127.0.0.1 right now. Use it for
+// the flags of processes the harness runs (a provider's metrics or health
+// address, say).
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, errors.Wrap(err, "cannot find a free port")
+	}
+	defer l.Close() //nolint:errcheck // Only probing for a port.
+	a, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, errors.Errorf("cannot find a free port: unexpected address %v", l.Addr())
+	}
+	return a.Port, nil
+}
+
+// waitHTTP polls url until it answers 200.
+func waitHTTP(ctx context.Context, url string) error {
+	c := &http.Client{Timeout: 2 * time.Second}
+	return poll(ctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		rsp, err := c.Do(req)
+		if err != nil {
+			return false, nil //nolint:nilerr // Not up yet.
+		}
+		_ = rsp.Body.Close()
+		return rsp.StatusCode == http.StatusOK, nil
+	})
+}
+
+// poll calls fn every interval until it returns true or an error, or ctx is
+// done.
+func poll(ctx context.Context, interval time.Duration, fn func(ctx context.Context) (bool, error)) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		ok, err := fn(ctx)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}

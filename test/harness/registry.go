@@ -1,0 +1,145 @@
+package harness
+
+import (
+	"context"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// loopbackRegistry is go-containerregistry's in-memory OCI registry served
+// over plain HTTP on 127.0.0.1. Crossplane (like every go-containerregistry
+// client) talks plain HTTP to loopback registries without being told to.
+type loopbackRegistry struct {
+	host string
+	srv  *http.Server
+	logf *os.File
+}
+
+func startRegistry(logPath string) (*loopbackRegistry, error) {
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot open registry log")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = f.Close()
+		return nil, errors.Wrap(err, "cannot listen for the OCI registry")
+	}
+	srv := &http.Server{
+		Handler:           registry.New(registry.Logger(log.New(f, "", log.LstdFlags))),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() { _ = srv.Serve(l) }()
+	return &loopbackRegistry{host: l.Addr().String(), srv: srv, logf: f}, nil
+}
+
+func (r *loopbackRegistry) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := r.srv.Shutdown(ctx)
+	_ = r.logf.Close()
+	return errors.Wrap(err, "cannot stop the OCI registry")
+}
+
+// RegistryHost is the loopback registry's host:port (127.0.0.1:PORT).
+func (h *Harness) RegistryHost() string { return h.registry.host }
+
+// PackageRef returns the loopback registry reference for repo:tag, e.g.
+// PackageRef("function-widget:v0.1.0") is
+// "127.0.0.1:PORT/function-widget:v0.1.0".
+func (h *Harness) PackageRef(repoTag string) string { return h.registry.host + "/" + repoTag }
+
+// PushPackage pushes the package file xpkgPath (as written by
+// `crossplane xpkg build`) to the loopback registry and returns its full
+// reference. ref is either "repo:tag" (pushed to the loopback registry) or
+// a full reference that already names the loopback registry; a reference
+// to any other registry is refused.
+func (h *Harness) PushPackage(ctx context.Context, xpkgPath, ref string) (string, error) {
+	full, err := h.loopbackRef(ref)
+	if err != nil {
+		return "", err
+	}
+	t := time.Now()
+	r, err := name.ParseReference(full, name.StrictValidation)
+	if err != nil {
+		return "", errors.Wrapf(err, "cannot parse package reference %q (it needs a tag)", full)
+	}
+	img, err := tarball.ImageFromPath(xpkgPath, nil)
+	if err != nil {
+		return "", errors.Wrapf(err, "cannot read package %s", xpkgPath)
+	}
+	if err := remote.Write(r, img, remote.WithContext(ctx)); err != nil {
+		return "", errors.Wrapf(err, "cannot push package to %s", full)
+	}
+	h.log.Info("Pushed package", "ref", full, "file", xpkgPath, "duration", since(t))
+	return full, nil
+}
+
+// loopbackRef resolves ref against the loopback registry.
+func (h *Harness) loopbackRef(ref string) (string, error) {
+	if strings.HasPrefix(ref, h.registry.host+"/") {
+		return ref, nil
+	}
+	first, _, found := strings.Cut(ref, "/")
+	if found && (strings.ContainsAny(first, ".:") || first == "localhost") {
+		return "", errors.Errorf("cannot push to %q: only the loopback registry %s is allowed", ref, h.registry.host)
+	}
+	return h.PackageRef(ref), nil
+}
+
+// PackageBuild describes a `crossplane xpkg build`.
+type PackageBuild struct {
+	// Root is the directory holding crossplane.yaml and the package's YAML
+	// (CRDs, ...).
+	Root string
+	// Out is the package file to write.
+	Out string
+	// ExamplesRoot is the directory of examples to include (default: none).
+	ExamplesRoot string
+	// EmbedRuntimeImageTarball optionally names an OCI image tarball to
+	// embed as the package's runtime. The External runtime never runs it,
+	// so packages built for the harness can leave it out.
+	EmbedRuntimeImageTarball string
+}
+
+// BuildPackage runs `crank xpkg build` (the Crossplane CLI) for b.
+func BuildPackage(ctx context.Context, crank string, b PackageBuild) error {
+	if crank == "" {
+		return errors.Wrap(ErrToolsMissing, "CRANK_BIN is unset")
+	}
+	examples := b.ExamplesRoot
+	if examples == "" {
+		// crank's default is ./examples; point it somewhere empty instead.
+		d, err := os.MkdirTemp("", "xpkg-no-examples-")
+		if err != nil {
+			return errors.Wrap(err, "cannot create empty examples directory")
+		}
+		defer os.RemoveAll(d) //nolint:errcheck // Best-effort cleanup of an empty dir.
+		examples = d
+	}
+	if err := os.MkdirAll(filepath.Dir(b.Out), 0o750); err != nil {
+		return errors.Wrap(err, "cannot create package output directory")
+	}
+	args := []string{"xpkg", "build", "--package-root=" + b.Root, "--package-file=" + b.Out, "--examples-root=" + examples}
+	if b.EmbedRuntimeImageTarball != "" {
+		args = append(args, "--embed-runtime-image-tarball="+b.EmbedRuntimeImageTarball)
+	}
+	out, err := exec.CommandContext(ctx, crank, args...).CombinedOutput() //nolint:gosec // The binary comes from Tools.
+	if err != nil {
+		return errors.Wrapf(err, "cannot build package from %s: %s", b.Root, tail(out, 5))
+	}
+	return nil
+}

@@ -1,0 +1,75 @@
+package harness
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/widgetco/crossplane-widget/widgetapi/server"
+)
+
+// WidgetAPI is the reference Widget API server the harness runs in-process.
+type WidgetAPI struct {
+	// URL is the server's base URL (http://127.0.0.1:PORT).
+	URL string
+	// DataDir holds the server's database.
+	DataDir string
+	// Server is the server itself, e.g. for SetFaults.
+	Server *server.Server
+
+	hs   *http.Server
+	logf *os.File
+}
+
+func startWidgetAPI(o server.Options, dir string) (*WidgetAPI, error) {
+	if o.DataDir == "" {
+		o.DataDir = filepath.Join(dir, "widgetapi")
+	}
+	var logf *os.File
+	if o.Logger == nil {
+		f, err := os.OpenFile(filepath.Join(dir, "logs", "widget-api.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, errors.Wrap(err, "cannot open Widget API log")
+		}
+		logf = f
+		o.Logger = slog.New(slog.NewTextHandler(f, nil))
+	}
+	closeLog := func() {
+		if logf != nil {
+			_ = logf.Close()
+		}
+	}
+	s, err := server.New(o)
+	if err != nil {
+		closeLog()
+		return nil, errors.Wrap(err, "cannot start the Widget API server")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = s.Close()
+		closeLog()
+		return nil, errors.Wrap(err, "cannot listen for the Widget API server")
+	}
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs.RegisterOnShutdown(s.Shutdown)
+	go func() { _ = hs.Serve(l) }()
+	return &WidgetAPI{URL: "http://" + l.Addr().String(), DataDir: o.DataDir, Server: s, hs: hs, logf: logf}, nil
+}
+
+func (w *WidgetAPI) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	w.Server.Shutdown()
+	_ = w.hs.Shutdown(ctx)
+	err := w.Server.Close()
+	if w.logf != nil {
+		_ = w.logf.Close()
+	}
+	return errors.Wrap(err, "cannot stop the Widget API server")
+}
