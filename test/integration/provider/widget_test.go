@@ -1,6 +1,7 @@
 package provider_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
@@ -345,4 +347,61 @@ func TestMissingTokenSecret(t *testing.T) {
 	if strings.Contains(p.logs(), e.token) {
 		t.Errorf("the provider log contains the token")
 	}
+}
+
+// TestProviderConfigInUseIsNotDeleted: a ProviderConfig with users stays
+// (terminating) until its last managed resource is gone.
+func TestProviderConfigInUseIsNotDeleted(t *testing.T) {
+	e := newEnv(t)
+	e.providerConfig()
+	startProvider(t)
+	w := e.widget("user")
+	e.waitReady("user")
+	pc := &nsv1alpha1.ProviderConfig{}
+	key := types.NamespacedName{Namespace: e.ns, Name: "default"}
+	e.eventually(60*time.Second, "the ProviderConfig to count its user", func() (bool, string) {
+		if err := e.kube.Get(e.ctx(), key, pc); err != nil {
+			return false, err.Error()
+		}
+		return pc.Status.Users == 1, fmt.Sprintf("users=%d", pc.Status.Users)
+	})
+	if err := e.kube.Delete(e.ctx(), pc); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(30*time.Second, "the in-use ProviderConfig to be held terminating", func() (bool, string) {
+		if err := e.kube.Get(e.ctx(), key, pc); err != nil {
+			return false, err.Error()
+		}
+		return pc.GetDeletionTimestamp() != nil, "not terminating"
+	})
+	time.Sleep(2 * time.Second) // give a wrong implementation the chance to let it go
+	if err := e.kube.Get(e.ctx(), key, pc); err != nil {
+		t.Fatalf("a ProviderConfig in use was deleted: %v", err)
+	}
+	if err := e.kube.Delete(e.ctx(), w); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(60*time.Second, "the Widget to go", func() (bool, string) {
+		err := e.kube.Get(e.ctx(), types.NamespacedName{Namespace: e.ns, Name: "user"}, &nsv1alpha1.Widget{})
+		return kerrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	// envtest runs no garbage collector; in a cluster it deletes the usage,
+	// which the deleted Widget owns. Do its job.
+	usages := &nsv1alpha1.ProviderConfigUsageList{}
+	if err := e.kube.List(e.ctx(), usages, client.InNamespace(e.ns)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range usages.Items {
+		u := &usages.Items[i]
+		if len(u.OwnerReferences) == 0 || u.OwnerReferences[0].Name != "user" {
+			t.Errorf("usage %s is not owned by the Widget: %v", u.Name, u.OwnerReferences)
+		}
+		if err := e.kube.Delete(e.ctx(), u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.eventually(60*time.Second, "the ProviderConfig to go once unused", func() (bool, string) {
+		err := e.kube.Get(e.ctx(), key, &nsv1alpha1.ProviderConfig{})
+		return kerrors.IsNotFound(err), fmt.Sprint(err)
+	})
 }
