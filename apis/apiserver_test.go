@@ -181,14 +181,14 @@ func testValidation(t *testing.T, c client.Client) {
 			create:  nsWidget(commonv1alpha1.WidgetParameters{Description: ptr.To("bell\a")}),
 			wantErr: ruleDescriptionPrintable.Message,
 		},
-		"WidgetThirtyTwoLabels": {
-			reason: "A widget may have 32 labels.",
-			create: nsWidget(commonv1alpha1.WidgetParameters{Labels: labels(32)}),
+		"WidgetThirtyOneLabels": {
+			reason: "A widget may have 31 labels (the provider adds the 32nd, its ownership marker).",
+			create: nsWidget(commonv1alpha1.WidgetParameters{Labels: labels(31)}),
 		},
-		"WidgetThirtyThreeLabels": {
-			reason:  "A widget may not have more than 32 labels.",
-			create:  nsWidget(commonv1alpha1.WidgetParameters{Labels: labels(33)}),
-			wantErr: "must have at most 32 items",
+		"WidgetThirtyTwoLabels": {
+			reason:  "A widget may not have more than 31 labels.",
+			create:  nsWidget(commonv1alpha1.WidgetParameters{Labels: labels(32)}),
+			wantErr: "must have at most 31 items",
 		},
 		"WidgetDescriptionTooLong": {
 			reason:  "A description is at most 256 characters.",

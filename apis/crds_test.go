@@ -452,7 +452,7 @@ func constraintsOf(s extv1.JSONSchemaProps) constraints {
 func TestCRDFieldConstraints(t *testing.T) {
 	size := constraints{Type: "string", Enum: []string{`"small"`, `"medium"`, `"large"`}}
 	region := constraints{Type: "string", Pattern: `^[a-z]+(-[a-z]+)*-[0-9]+$`, MaxLength: ptr.To[int64](32)}
-	labels := constraints{Type: "object", MaxProperties: ptr.To[int64](32)}
+	labels := constraints{Type: "object", MaxProperties: ptr.To[int64](31)}
 	description := constraints{Type: "string", MaxLength: ptr.To[int64](256)}
 	widgetName := constraints{Type: "string", Pattern: `^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`, MaxLength: ptr.To[int64](63)}
 	endpoint := constraints{Type: "string", Pattern: `^https?://`, MaxLength: ptr.To[int64](2048)}

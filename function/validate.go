@@ -18,7 +18,9 @@ import (
 
 // Limits of the Widget API and the provider's CRDs.
 const (
-	maxLabels           = 32
+	// maxLabels is what a Widget's spec may hold: the Widget API allows 32
+	// and the provider adds its ownership marker.
+	maxLabels           = 31
 	maxLabelValueLength = 63
 	maxDescription      = 256
 	maxRegionLength     = 32

@@ -308,15 +308,15 @@ func TestResolve(t *testing.T) {
 			}},
 		},
 		"TooManyLabelsWithDefaults": {
-			reason: "The XR's labels and the policy's default labels together may not exceed the Widget API's 32.",
+			reason: "The XR's labels and the policy's default labels together may not exceed the 31 a Widget may carry.",
 			x: ns(xwidgetSpec{Labels: func() map[string]string {
 				l := map[string]string{"team": "a"}
-				for _, c := range "abcdefghijklmnopqrstuvwxyz01234" {
+				for _, c := range "abcdefghijklmnopqrstuvwxyz0123" {
 					l["l"+string(c)] = "v"
 				}
 				return l
 			}()}),
-			want: want{errs: field.ErrorList{field.TooMany(spec.Child("labels"), 33, 31)}},
+			want: want{errs: field.ErrorList{field.TooMany(spec.Child("labels"), 32, 30)}},
 		},
 		"SecretNameClash": {
 			reason: "The connection Secret may not be the connection secret of one of the XR's WidgetKeys.",

@@ -58,14 +58,15 @@ type WidgetParameters struct {
 	// +kubebuilder:validation:Pattern=`^[a-z]+(-[a-z]+)*-[0-9]+$`
 	Region *string `json:"region,omitempty"`
 
-	// Labels to set on the widget: at most 32. A key is 1 to 63 lowercase
+	// Labels to set on the widget: at most 31 (the Widget API allows 32 and
+	// the provider adds one, its ownership marker). A key is 1 to 63 lowercase
 	// letters, digits, '.', '_', '-' or '/', starting and ending with a letter
 	// or digit; a value is at most 63 characters, and the Widget API also
 	// requires it to be printable and at most 63 bytes long. Keys with the
 	// prefix widgetco.io/ are reserved for the provider, which uses one to
 	// record which managed resource owns the widget.
 	// +optional
-	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:MaxProperties=31
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9]([a-z0-9._/-]{0,61}[a-z0-9])?$'))",message="label keys must be 1 to 63 characters of lowercase letters, digits, '.', '_', '-' and '/', starting and ending with a letter or digit"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('widgetco.io/'))",message="label keys with the prefix widgetco.io/ are reserved for the provider's ownership marker: use another prefix"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63)",message="label values must be at most 63 characters"

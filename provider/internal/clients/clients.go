@@ -145,7 +145,7 @@ func (r *Resolver) providerConfig(ctx context.Context, mg resource.Managed) (com
 		var pc commonv1alpha1.ProviderConfigResource
 		var key types.NamespacedName
 		switch ref.Kind {
-		case nsv1alpha1.ProviderConfigKind, "":
+		case nsv1alpha1.ProviderConfigKind:
 			pc, key = &nsv1alpha1.ProviderConfig{}, types.NamespacedName{Namespace: m.GetNamespace(), Name: ref.Name}
 		case nsv1alpha1.ClusterProviderConfigKind:
 			pc, key = &nsv1alpha1.ClusterProviderConfig{}, types.NamespacedName{Name: ref.Name}

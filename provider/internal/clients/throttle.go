@@ -54,9 +54,6 @@ func (t *Throttle) Admit(key string) time.Duration {
 		d := p.until.Sub(now)
 		return d + rand.N(d/2+time.Millisecond) //nolint:gosec // jitter
 	}
-	if p.lim == nil {
-		return 0
-	}
 	r := p.lim.ReserveN(now, 1)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)

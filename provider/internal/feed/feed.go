@@ -93,7 +93,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Lock()
 	m.ctx = ctx
 	m.mu.Unlock()
-	t := time.NewTicker(min(m.idle/2, time.Minute))
+	t := time.NewTicker(max(min(m.idle/2, time.Minute), time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
@@ -165,26 +165,28 @@ func (m *Manager) start(c *clients.Connection) *follower {
 
 // enqueue queues every resource watching widget ("" for all of f's).
 func (m *Manager) enqueue(ctx context.Context, f *follower, widget string) {
+	type send struct {
+		ch  chan event.GenericEvent
+		key types.NamespacedName
+	}
 	m.mu.Lock()
-	var todo []watcher
+	var todo []send
 	for w, ws := range f.watchers {
 		if widget != "" && w != widget {
 			continue
 		}
 		for x := range ws {
-			todo = append(todo, x)
+			if ch, ok := m.sources[x.kind]; ok {
+				todo = append(todo, send{ch: ch, key: x.key})
+			}
 		}
 	}
-	sources := m.sources
 	m.mu.Unlock()
+	// Send without the lock: a full channel must not block Follow.
 	for _, x := range todo {
-		ch, ok := sources[x.kind]
-		if !ok {
-			continue
-		}
 		obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: x.key.Namespace, Name: x.key.Name}}
 		select {
-		case ch <- event.GenericEvent{Object: obj}:
+		case x.ch <- event.GenericEvent{Object: obj}:
 			m.metrics.FeedEnqueues.Inc()
 		case <-ctx.Done():
 			return

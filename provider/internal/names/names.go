@@ -38,17 +38,38 @@ var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 func ValidWidgetName(s string) bool { return len(s) <= maxLabel && dnsLabel.MatchString(s) }
 
 // Default returns the external name a managed resource gets when it names
-// none: "<namespace>-<name>" for namespaced resources, so equal names in
-// different namespaces never meet in one Widget API project, and "<name>" for
-// cluster-scoped ones. Characters a widget name cannot hold become '-', and a
-// name longer than 63 characters is shortened and given a hash suffix so it
-// stays unique.
+// none. Different resources never get the same default:
+//
+//   - namespaced: "<namespace>-<name>-<hash>", the hash taken over
+//     "<namespace>/<name>", since "team/a-web" and "team-a/web" would
+//     otherwise both read "team-a-web";
+//   - cluster-scoped: "<name>", or "<name>-<hash>" when the name holds
+//     characters a widget name cannot (uppercase, '.'), which become '-'.
+//
+// Names longer than 63 characters are shortened, keeping the hash.
 func Default(mg resource.Managed) string {
-	s := mg.GetName()
 	if ns := mg.GetNamespace(); ns != "" {
-		s = ns + "-" + s
+		id := ns + "/" + mg.GetName()
+		return withHash(sanitize(ns+"-"+mg.GetName()), id)
 	}
-	return fit(sanitize(s), s)
+	name := mg.GetName()
+	if s := sanitize(name); s == name {
+		return fit(s, name)
+	}
+	return withHash(sanitize(name), name)
+}
+
+// withHash appends a short hash of id to s, shortening s to fit 63
+// characters.
+func withHash(s, id string) string {
+	sum := sha256.Sum256([]byte(id))
+	h := hex.EncodeToString(sum[:])[:8]
+	keep := min(len(s), maxLabel-len(h)-1)
+	head := strings.TrimRight(s[:keep], "-")
+	if head == "" {
+		return h
+	}
+	return head + "-" + h
 }
 
 // Owner returns the ownership marker value of a managed resource: which

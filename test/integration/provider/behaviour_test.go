@@ -52,7 +52,7 @@ func TestDriftRepairWithChangeFeed(t *testing.T) {
 	p := startProvider(t, "--poll-interval", "1h")
 	e.widget("drifty")
 	e.waitReady("drifty")
-	name := e.ns + "-drifty"
+	name := defaultName(e.ns, "drifty")
 	ds := make([]time.Duration, 0, 5)
 	for i := range 5 {
 		d := repairLatency(t, e, name, []string{"large", "small"}[i%2])
@@ -73,7 +73,7 @@ func TestDriftRepairWithChangeFeed(t *testing.T) {
 		}
 		return false, fmt.Sprintf("%d events, none DriftRepaired", len(l.Items))
 	})
-	if got := p.metric("widget_updates_total", `cause="drift"`, `kind="Widget"`); got < 5 {
+	if got := p.metric("widget_updates_total", `cause="drift"`, `kind="Widget.widget.m.widgetco.io"`); got < 5 {
 		t.Errorf("widget_updates_total{cause=drift} = %v, want >= 5", got)
 	}
 	if got := p.metric("widget_feed_enqueues_total"); got < 5 {
@@ -91,7 +91,7 @@ func TestDriftRepairPollingOnly(t *testing.T) {
 	e.waitReady("polled")
 	ds := make([]time.Duration, 0, 5)
 	for i := range 3 {
-		ds = append(ds, repairLatency(t, e, e.ns+"-polled", []string{"large", "small"}[i%2]))
+		ds = append(ds, repairLatency(t, e, defaultName(e.ns, "polled"), []string{"large", "small"}[i%2]))
 		e.waitReady("polled")
 	}
 	t.Logf("MEASURED drift repair latency polling only (poll 5s +-1s, 3 changes): median %s, all %v", median(ds), ds)
@@ -118,10 +118,10 @@ func TestWidgetKeyConnectionSecret(t *testing.T) {
 		return len(s.Data["key"]) > 0 && len(s.Data["endpoint"]) > 0, fmt.Sprintf("keys %v", keysOf(s.Data))
 	})
 	secret := string(s.Data["key"])
-	if !strings.HasPrefix(secret, "wks_") || string(s.Data["widget"]) != e.ns+"-keyed" || string(s.Data["keyName"]) != e.ns+"-ci" {
+	if !strings.HasPrefix(secret, "wks_") || string(s.Data["widget"]) != defaultName(e.ns, "keyed") || string(s.Data["keyName"]) != defaultName(e.ns, "ci") {
 		t.Errorf("connection Secret: key %d chars, widget %q, keyName %q", len(secret), s.Data["widget"], s.Data["keyName"])
 	}
-	if _, err := e.client().GetKey(e.ctx(), e.ns+"-keyed", e.ns+"-ci"); err != nil {
+	if _, err := e.client().GetKey(e.ctx(), defaultName(e.ns, "keyed"), defaultName(e.ns, "ci")); err != nil {
 		t.Errorf("key not in the API: %v", err)
 	}
 
@@ -146,7 +146,7 @@ func TestWidgetKeyConnectionSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.eventually(60*time.Second, "the key to be revoked", func() (bool, string) {
-		_, err := e.client().GetKey(e.ctx(), e.ns+"-keyed", e.ns+"-ci")
+		_, err := e.client().GetKey(e.ctx(), defaultName(e.ns, "keyed"), defaultName(e.ns, "ci"))
 		return widgetapi.IsNotFound(err), fmt.Sprint(err)
 	})
 }
@@ -212,7 +212,7 @@ func TestCrashBetweenCreateAndAnnotation(t *testing.T) {
 	e.api.Server.SetFaults(server.Faults{HoldWriteResponse: time.Minute})
 	p := startProvider(t)
 	e.widget("crashy")
-	name := e.ns + "-crashy"
+	name := defaultName(e.ns, "crashy")
 	e.eventually(60*time.Second, "the API to create the widget", func() (bool, string) {
 		_, err := e.client().GetWidget(e.ctx(), name)
 		return err == nil, fmt.Sprint(err)
@@ -242,14 +242,14 @@ func TestCrashBetweenKeyCreateAndSecret(t *testing.T) {
 	e.waitReady("kw")
 	e.api.Server.SetFaults(server.Faults{HoldWriteResponse: time.Minute})
 	k := &nsv1alpha1.WidgetKey{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "lost"}}
-	k.Spec.ForProvider.WidgetName = ptr.To(e.ns + "-kw")
+	k.Spec.ForProvider.WidgetName = ptr.To(defaultName(e.ns, "kw"))
 	k.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}
 	k.Spec.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: "lost-key"}
 	e.create(k)
 	var first *widgetapi.Key
 	e.eventually(60*time.Second, "the API to create the key", func() (bool, string) {
 		var err error
-		first, err = e.client().GetKey(e.ctx(), e.ns+"-kw", e.ns+"-lost")
+		first, err = e.client().GetKey(e.ctx(), defaultName(e.ns, "kw"), defaultName(e.ns, "lost"))
 		return err == nil, fmt.Sprint(err)
 	})
 	p.kill()
@@ -264,7 +264,7 @@ func TestCrashBetweenKeyCreateAndSecret(t *testing.T) {
 		}
 		return err == nil && len(s.Data["key"]) > 0, fmt.Sprint(err)
 	})
-	keys, err := e.client().ListKeys(e.ctx(), e.ns+"-kw")
+	keys, err := e.client().ListKeys(e.ctx(), defaultName(e.ns, "kw"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -303,6 +305,15 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// defaultName is the external name the provider gives a namespaced resource
+// that names none, as the README documents: "<namespace>-<name>-<hash>", the
+// hash being the first 8 hex digits of SHA-256("<namespace>/<name>") (for
+// names short enough not to be cut).
+func defaultName(ns, name string) string {
+	sum := sha256.Sum256([]byte(ns + "/" + name))
+	return ns + "-" + name + "-" + hex.EncodeToString(sum[:])[:8]
 }
 
 // condition returns a condition's status, reason and message.

@@ -93,10 +93,10 @@ func TestCreateReadyDeleteNamespaced(t *testing.T) {
 		return w.GetCondition(xpv2.TypeReady).Reason == xpv2.ReasonCreating, condition(w, xpv2.TypeReady)
 	})
 	w := e.waitReady("web")
-	if got := meta.GetExternalName(w); got != e.ns+"-web" {
-		t.Errorf("external name %q, want the default %q", got, e.ns+"-web")
+	if got := meta.GetExternalName(w); got != defaultName(e.ns, "web") {
+		t.Errorf("external name %q, want the default %q", got, defaultName(e.ns, "web"))
 	}
-	api, err := e.client().GetWidget(e.ctx(), e.ns+"-web")
+	api, err := e.client().GetWidget(e.ctx(), defaultName(e.ns, "web"))
 	if err != nil {
 		t.Fatalf("widget not in the API: %v", err)
 	}
@@ -117,12 +117,12 @@ func TestCreateReadyDeleteNamespaced(t *testing.T) {
 		if kerrors.IsNotFound(err) {
 			return true, ""
 		}
-		if _, err := e.client().GetWidget(e.ctx(), e.ns+"-web"); err == nil {
+		if _, err := e.client().GetWidget(e.ctx(), defaultName(e.ns, "web")); err == nil {
 			sawDeleting = true
 		}
 		return false, condition(cur, xpv2.TypeReady)
 	})
-	if _, err := e.client().GetWidget(e.ctx(), e.ns+"-web"); !widgetapi.IsNotFound(err) {
+	if _, err := e.client().GetWidget(e.ctx(), defaultName(e.ns, "web")); !widgetapi.IsNotFound(err) {
 		t.Errorf("the MR is gone but the widget is not: %v", err)
 	}
 	if !sawDeleting {
@@ -191,7 +191,7 @@ func TestOrphanNamespacedByManagementPolicies(t *testing.T) {
 		err := e.kube.Get(e.ctx(), types.NamespacedName{Namespace: e.ns, Name: "keep"}, &nsv1alpha1.Widget{})
 		return kerrors.IsNotFound(err), "still there"
 	})
-	if got, err := e.client().GetWidget(e.ctx(), e.ns+"-keep"); err != nil || got.State == widgetapi.StateDeleting {
+	if got, err := e.client().GetWidget(e.ctx(), defaultName(e.ns, "keep")); err != nil || got.State == widgetapi.StateDeleting {
 		t.Errorf("a policy without Delete deleted the widget: %v %+v", err, got)
 	}
 }
@@ -237,11 +237,11 @@ func TestRefuseToStealOwnedWidget(t *testing.T) {
 	e.widget("owner")
 	e.waitReady("owner")
 	thief := e.widget("thief", func(w *nsv1alpha1.Widget) {
-		meta.SetExternalName(w, e.ns+"-owner")
+		meta.SetExternalName(w, defaultName(e.ns, "owner"))
 		w.Spec.ForProvider.Size = ptr.To("small")
 	})
 	e.waitSyncedFalse("thief", "already managed by namespaced managed resource "+e.ns+"/owner")
-	w, _ := e.client().GetWidget(e.ctx(), e.ns+"-owner")
+	w, _ := e.client().GetWidget(e.ctx(), defaultName(e.ns, "owner"))
 	if w.Size != "medium" {
 		t.Errorf("the refused MR changed the widget: size %s", w.Size)
 	}
@@ -252,7 +252,7 @@ func TestRefuseToStealOwnedWidget(t *testing.T) {
 		err := e.kube.Get(e.ctx(), types.NamespacedName{Namespace: e.ns, Name: "thief"}, &nsv1alpha1.Widget{})
 		return kerrors.IsNotFound(err), "still there"
 	})
-	if w, err := e.client().GetWidget(e.ctx(), e.ns+"-owner"); err != nil || w.State == widgetapi.StateDeleting {
+	if w, err := e.client().GetWidget(e.ctx(), defaultName(e.ns, "owner")); err != nil || w.State == widgetapi.StateDeleting {
 		t.Errorf("deleting the refused MR deleted the other MR's widget: %v", err)
 	}
 }
@@ -262,7 +262,7 @@ func TestRefuseToStealOwnedWidget(t *testing.T) {
 func TestDefaultNameDoesNotAdopt(t *testing.T) {
 	e := newEnv(t)
 	e.providerConfig()
-	if _, err := e.client().CreateWidget(e.ctx(), widgetapi.CreateWidgetRequest{Name: e.ns + "-clash"}); err != nil {
+	if _, err := e.client().CreateWidget(e.ctx(), widgetapi.CreateWidgetRequest{Name: defaultName(e.ns, "clash")}); err != nil {
 		t.Fatal(err)
 	}
 	startProvider(t)

@@ -98,15 +98,16 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	// A widget whose ID we recorded is one we manage, even if someone
 	// removed its ownership marker (that is drift, repaired below).
 	known := mg.GetWidgetObservation().ID != "" && mg.GetWidgetObservation().ID == w.ID
-	if owner != "" && owner != me {
-		if meta.WasDeleted(mg) {
-			// Not ours: deleting this resource must not delete it.
-			return managed.ExternalObservation{}, nil
-		}
+	e.adopting = owner == "" && !known
+	if meta.WasDeleted(mg) && (owner != "" && owner != me || e.adopting) {
+		// Not ours (another resource's, or never taken over): deleting
+		// this resource must not delete the widget.
+		return managed.ExternalObservation{}, nil
+	}
+	if owner != "" && owner != me && !observeOnly(mg) {
 		return managed.ExternalObservation{}, errors.Errorf("widget %s is already managed by %s (label %s=%s); one widget can have only one managing resource: choose another external name, or delete or orphan that resource first", name, names.DescribeOwner(owner), names.OwnerLabel, owner)
 	}
-	e.adopting = owner == "" && !known
-	if e.adopting && names.Defaulted(mg) && !observeOnly(mg) && !meta.WasDeleted(mg) {
+	if e.adopting && names.Defaulted(mg) && !observeOnly(mg) {
 		return managed.ExternalObservation{}, errors.Errorf("a widget named %s already exists and no managed resource owns it; to adopt it, set the annotation %s: %s explicitly (or choose another name)", name, meta.AnnotationKeyExternalName, name)
 	}
 
@@ -252,7 +253,7 @@ func readiness(w *widgetapi.Widget, deleting bool) xpv2.Condition {
 // type is T.
 func Setup[T commonv1alpha1.WidgetResource](mgr ctrl.Manager, o controller.Options, d mrsetup.Deps, gvk schema.GroupVersionKind, newObj func() T, newList func() resource.ManagedList) error {
 	return mrsetup.Setup(mgr, o, d, gvk, newObj, newList, func(env mrsetup.Env) managed.TypedExternalConnector[T] {
-		return &connector[T]{gate: d.Gate, delay: env.Limiter, record: env.Record, metrics: d.Metrics, kind: gvk.Kind, feedKind: env.Kind}
+		return &connector[T]{gate: d.Gate, delay: env.Limiter, record: env.Record, metrics: d.Metrics, kind: env.Kind, feedKind: env.Kind}
 	})
 }
 

@@ -1,0 +1,265 @@
+package clients
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	"github.com/widgetco/crossplane-widget/widgetapi"
+	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
+	"github.com/widgetco/crossplane-widget/widgetapi/server"
+)
+
+// fakeDelayer records the delays asked for.
+type fakeDelayer struct {
+	mu    sync.Mutex
+	after []delay
+}
+
+type delay struct {
+	Req reconcile.Request
+	D   time.Duration
+}
+
+func (f *fakeDelayer) After(req reconcile.Request, d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.after = append(f.after, delay{Req: req, D: d})
+}
+
+// fakeFollower records the change feed follows asked for.
+type fakeFollower struct {
+	follows []follow
+}
+
+type follow struct {
+	Key    string
+	Kind   string
+	Widget string
+	MR     types.NamespacedName
+}
+
+func (f *fakeFollower) Follow(c *Connection, kind, widget string, key types.NamespacedName) {
+	f.follows = append(f.follows, follow{Key: c.Key, Kind: kind, Widget: widget, MR: key})
+}
+
+func TestGateConnect(t *testing.T) {
+	env := apitest.Start(t)
+	ref := &xpv2.ProviderConfigReference{Kind: nsv1alpha1.ProviderConfigKind, Name: testPC}
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: testNamespace, Name: "web"}}
+	resolver := NewResolver(newFakeKube(nsPC(env.URL), tokenSecret(testNamespace, apitest.TokenA)))
+	conn, err := resolver.Resolve(t.Context(), nsMR(ref))
+	if err != nil {
+		t.Fatalf("Resolve(...): %v", err)
+	}
+
+	type want struct {
+		err     error
+		follows []follow
+		// delay is the smallest delay asked for, if any; the largest is
+		// 1.5 times that (jitter).
+		delay time.Duration
+	}
+	cases := map[string]struct {
+		reason   string
+		resolver *Resolver
+		noFeeds  bool
+		throttle func(*Throttle)
+		cancel   bool
+		want     want
+	}{
+		"Connected": {
+			reason:   "An unthrottled connection is returned at once, and the resource follows its widget's changes.",
+			resolver: resolver,
+			want:     want{follows: []follow{{Key: conn.Key, Kind: "Widget.kind", Widget: "web-widget", MR: req.NamespacedName}}},
+		},
+		"NoFeeds": {
+			reason:   "Without a change feed the gate still connects.",
+			resolver: resolver,
+			noFeeds:  true,
+		},
+		"ResolveFails": {
+			reason:   "A ProviderConfig problem is returned as is, before anything is followed or delayed.",
+			resolver: NewResolver(newFakeKube()),
+			want:     want{err: cmpopts.AnyError},
+		},
+		"ShortRetryAfter": {
+			reason:   "A Retry-After shorter than the longest wait is waited out in Connect, without a requeue.",
+			resolver: resolver,
+			throttle: func(th *Throttle) { th.Throttled(conn.Key, 100*time.Millisecond) },
+			want:     want{follows: []follow{{Key: conn.Key, Kind: "Widget.kind", Widget: "web-widget", MR: req.NamespacedName}}},
+		},
+		"LongRetryAfter": {
+			reason:   "A long Retry-After requeues the resource after it instead of holding a worker, and calls nothing.",
+			resolver: resolver,
+			throttle: func(th *Throttle) { th.Throttled(conn.Key, time.Minute) },
+			want:     want{err: cmpopts.AnyError, delay: time.Minute},
+		},
+		"CancelledWhileWaiting": {
+			reason:   "A reconcile cancelled while waiting for the rate limit returns the context's error.",
+			resolver: resolver,
+			throttle: func(th *Throttle) { th.Throttled(conn.Key, time.Second) },
+			cancel:   true,
+			want:     want{err: context.Canceled},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			th := NewThrottle()
+			if tc.throttle != nil {
+				tc.throttle(th)
+			}
+			feeds := &fakeFollower{}
+			g := &Gate{Resolver: tc.resolver, Throttle: th, Feeds: feeds}
+			if tc.noFeeds {
+				g.Feeds = nil
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			if tc.cancel {
+				cancel()
+			}
+			defer cancel()
+			d := &fakeDelayer{}
+			s, err := g.Connect(ctx, nsMR(ref), d, "Widget.kind", "web-widget")
+			if diff := cmp.Diff(tc.want.err, err, cmpopts.EquateErrors()); diff != "" {
+				t.Fatalf("%s\nConnect(...): -want error, +got error:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.follows, feeds.follows, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nFollow calls: -want, +got:\n%s", tc.reason, diff)
+			}
+			switch {
+			case tc.want.delay == 0 && len(d.after) > 0:
+				t.Errorf("%s\nAfter calls: want none, got %v", tc.reason, d.after)
+			case tc.want.delay > 0:
+				if len(d.after) != 1 || d.after[0].Req != req || d.after[0].D < tc.want.delay || d.after[0].D > tc.want.delay*3/2+time.Millisecond {
+					t.Errorf("%s\nAfter calls: want one for %v of %s to %s, got %v", tc.reason, req, tc.want.delay, tc.want.delay*3/2, d.after)
+				}
+				if !strings.Contains(err.Error(), env.URL) {
+					t.Errorf("%s\nConnect(...): error %q does not name the endpoint", tc.reason, err)
+				}
+			}
+			if err == nil && s.Key != conn.Key {
+				t.Errorf("%s\nConnect(...).Key: want %q, got %q", tc.reason, conn.Key, s.Key)
+			}
+		})
+	}
+}
+
+// approxDuration equates durations within 2% of each other: Retry-After
+// counts down while a slow machine runs the test.
+var approxDuration = cmp.Comparer(func(a, b time.Duration) bool {
+	d := a - b
+	if d < 0 {
+		d = -d
+	}
+	return d <= max(a, b)/50
+})
+
+// TestSessionCheck checks that a 429 from the Widget API throttles the
+// connection for every resource using it and delays the resource's retry.
+func TestSessionCheck(t *testing.T) {
+	ref := &xpv2.ProviderConfigReference{Kind: nsv1alpha1.ProviderConfigKind, Name: testPC}
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: testNamespace, Name: "web"}}
+
+	type want struct {
+		// delay is the delay Check asks for, if any; 0 for none.
+		delay time.Duration
+		// throttled says whether the next Connect is refused.
+		throttled bool
+	}
+	cases := map[string]struct {
+		reason string
+		// err returns the error to check, from calls through s.
+		err  func(t *testing.T, s *Session) error
+		want want
+	}{
+		"RateLimitedByServer": {
+			reason: "A real 429 delays the resource by the server's Retry-After and throttles the connection.",
+			err: func(t *testing.T, s *Session) error {
+				t.Helper()
+				if _, err := s.Client.ListWidgets(t.Context(), widgetapi.ListWidgetsOptions{}); err != nil {
+					t.Fatalf("first ListWidgets: %v", err)
+				}
+				_, err := s.Client.ListWidgets(t.Context(), widgetapi.ListWidgetsOptions{})
+				if _, ok := widgetapi.IsRateLimited(err); !ok {
+					t.Fatalf("second ListWidgets: want 429, got %v", err)
+				}
+				return err
+			},
+			// The server allows one call per 1000s (a little less when the
+			// second call comes seconds after the first).
+			want: want{delay: 1000 * time.Second, throttled: true},
+		},
+		"RateLimitedWithoutRetryAfter": {
+			reason: "A 429 without Retry-After still backs off for at least a second.",
+			err: func(*testing.T, *Session) error {
+				return &widgetapi.Error{Op: "get widget", StatusCode: 429}
+			},
+			want: want{delay: time.Second},
+		},
+		"OtherError": {
+			reason: "Other errors neither throttle nor delay.",
+			err:    func(*testing.T, *Session) error { return errBoom },
+		},
+		"NotFound": {
+			reason: "A 404 is an answer, not a reason to slow down.",
+			err: func(t *testing.T, s *Session) error {
+				t.Helper()
+				_, err := s.Client.GetWidget(t.Context(), "missing")
+				return err
+			},
+		},
+		"NoError": {
+			reason: "Checking no error is a no-op.",
+			err:    func(*testing.T, *Session) error { return nil },
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			env := apitest.Start(t, apitest.WithOptions(func(o *server.Options) { o.RateLimit = 0.001; o.RateBurst = 1 }))
+			g := &Gate{
+				Resolver: NewResolver(newFakeKube(nsPC(env.URL), tokenSecret(testNamespace, apitest.TokenA))),
+				Throttle: NewThrottle(),
+			}
+			d := &fakeDelayer{}
+			s, err := g.Connect(t.Context(), nsMR(ref), d, "Widget.kind", "web")
+			if err != nil {
+				t.Fatalf("Connect(...): %v", err)
+			}
+			in := tc.err(t, s)
+			if got := s.Check(in); !errors.Is(got, in) || (in == nil) != (got == nil) {
+				t.Errorf("%s\nCheck(err): want err back, got %v", tc.reason, got)
+			}
+			var want []delay
+			if tc.want.delay > 0 {
+				want = []delay{{Req: req, D: tc.want.delay}}
+			}
+			if diff := cmp.Diff(want, d.after, cmpopts.EquateEmpty(), approxDuration); diff != "" {
+				t.Errorf("%s\nAfter calls: -want, +got:\n%s", tc.reason, diff)
+			}
+			if got := g.Throttle.Admit(s.Key) > 0; got != (tc.want.delay > 0) {
+				t.Errorf("%s\nconnection throttled: got %t, want %t", tc.reason, got, tc.want.delay > 0)
+			}
+			if !tc.want.throttled {
+				return
+			}
+			again := &fakeDelayer{}
+			if _, err := g.Connect(t.Context(), nsMR(ref), again, "Widget.kind", "web"); err == nil {
+				t.Errorf("%s\nConnect(...) after a 429: want an error while throttled, got none", tc.reason)
+			}
+			if len(again.after) != 1 || again.after[0].D < tc.want.delay*9/10 {
+				t.Errorf("%s\nConnect(...) after a 429: want a delay of at least %s, got %v", tc.reason, tc.want.delay, again.after)
+			}
+		})
+	}
+}
