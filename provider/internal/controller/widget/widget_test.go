@@ -449,9 +449,9 @@ func testObserve[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) 
 		},
 		"UnownedUnderDefaultNameWhileDeleting": {
 			reason: "Deleting a resource that refused to adopt an unowned widget must not delete that widget: it reports no widget.",
-			seed: fullSeed(""),
-			mods: []mod{defaultName(), withSpec(full), deleted()},
-			want: want{ready: noReady, spec: full},
+			seed:   fullSeed(""),
+			mods:   []mod{defaultName(), withSpec(full), deleted()},
+			want:   want{ready: noReady, spec: full},
 		},
 		"UnownedUnderExplicitName": {
 			reason: "An unowned widget named explicitly is adopted: it exists, is late-initialized, and needs our marker.",
@@ -682,7 +682,7 @@ func testCreate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 		},
 		"MostLabels": {
 			reason: "A spec with as many labels as the CRD allows (31) can be created: with the ownership marker that is the 32 the API allows.",
-			mods: []mod{defaultName(), withSpec(commonv1alpha1.WidgetParameters{Labels: mostLabels()})},
+			mods:   []mod{defaultName(), withSpec(commonv1alpha1.WidgetParameters{Labels: mostLabels()})},
 			want: want{
 				widget: &widget{Size: "small", Region: "us-east-1", State: widgetapi.StateProvisioning,
 					Labels: func() map[string]string { l := mostLabels(); l[names.OwnerLabel] = ownerPlaceholder; return l }()},
