@@ -53,12 +53,27 @@ tools: ## Build (first run, ~12 min on 2 cores) or reuse the cached kube-apiserv
 
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
+XPKG_ARCHS ?= amd64,arm64
+
 .PHONY: build
-build: ## Build provider-widget, function-widget and widget-api into _output/bin.
+build: binaries xpkg ## Build the binaries into _output/bin and the provider and function packages into _output/xpkg.
+
+.PHONY: binaries
+binaries: ## Build provider-widget, function-widget and widget-api for this machine into _output/bin.
 	@mkdir -p $(BIN_DIR)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/provider-widget ./provider
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/function-widget ./function
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/widget-api ./widgetapi/cmd/widget-api
+
+.PHONY: xpkg
+xpkg: ## Build provider-widget and function-widget .xpkg packages for linux/amd64 and linux/arm64 into _output/xpkg (no Docker).
+	@$(TOOLS) crank
+	CRANK_BIN="$$($(TOOLS) path crank)" $(GO) run ./package/build xpkg --version $(VERSION) --arch $(XPKG_ARCHS) --output-dir $(OUTPUT_DIR)
+
+.PHONY: publish
+publish: xpkg ## Push both packages as multi-arch images to $(REGISTRY)/<package>:$(VERSION), e.g. make publish REGISTRY=xpkg.example.com/widgetco.
+	@test -n "$(REGISTRY)" || { echo "publish: set REGISTRY, e.g. make publish REGISTRY=xpkg.example.com/widgetco" >&2; exit 1; }
+	CRANK_BIN="$$($(TOOLS) path crank)" $(GO) run ./package/build publish --version $(VERSION) --arch $(XPKG_ARCHS) --output-dir $(OUTPUT_DIR) --registry $(REGISTRY)
 
 ##@ Test
 

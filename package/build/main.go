@@ -1,0 +1,287 @@
+// Command build builds the runtime images and Crossplane packages (.xpkg) of
+// provider-widget and function-widget without Docker, and publishes them.
+//
+//	go run ./package/build xpkg --crank "$(bash hack/tools.sh path crank)"
+//	go run ./package/build publish --registry xpkg.example.com/widgetco --crank ...
+//	go run ./package/build image --package provider-widget --arch arm64 \
+//	    --binary _output/bin/linux_arm64/provider-widget --out provider.tar
+//
+// Run it from the repository root (or pass --repo-root). The version,
+// revision and creation time default to `git describe --tags --always
+// --dirty`, the checked-out commit and its commit time (SOURCE_DATE_EPOCH
+// overrides the time), so building a commit twice gives the same digests.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/alecthomas/kong"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/google/go-containerregistry/pkg/name"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/widgetco/crossplane-widget/package/internal/image"
+	"github.com/widgetco/crossplane-widget/package/internal/xpkg"
+)
+
+// commitFlags say what is being built. Unset ones come from git.
+type commitFlags struct {
+	RepoRoot        string `default:"."    help:"Repository root." type:"existingdir"`
+	Version         string `help:"Version of the packages: binaries' main.version, OCI labels, file names and the pushed tag (default: git describe --tags --always --dirty)."`
+	Revision        string `help:"Commit for the org.opencontainers.image.revision label (default: git rev-parse HEAD)."`
+	SourceDateEpoch string `env:"SOURCE_DATE_EPOCH" help:"Creation time of the images and their files, in Unix seconds (default: the commit time)."`
+}
+
+// builder returns a Builder for the commit the flags describe.
+func (c *commitFlags) builder(ctx context.Context, out string, log io.Writer) (*xpkg.Builder, error) {
+	root, err := filepath.Abs(c.RepoRoot)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot resolve repository root")
+	}
+	b := &xpkg.Builder{
+		RepoRoot:  root,
+		OutputDir: out,
+		Version:   c.Version,
+		Revision:  c.Revision,
+		Log: func(format string, args ...any) {
+			_, _ = fmt.Fprintf(log, "build: "+format+"\n", args...)
+		},
+	}
+	if c.SourceDateEpoch != "" {
+		if b.Created, err = xpkg.ParseEpoch(c.SourceDateEpoch); err != nil {
+			return nil, errors.Wrap(err, "cannot parse SOURCE_DATE_EPOCH")
+		}
+	}
+	if b.Version != "" && b.Revision != "" && c.SourceDateEpoch != "" {
+		return b, nil
+	}
+	gc, err := xpkg.FromGit(ctx, root)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot describe the commit (pass --version, --revision and SOURCE_DATE_EPOCH outside a git work tree)")
+	}
+	if b.Version == "" {
+		b.Version = gc.Version
+	}
+	if b.Revision == "" {
+		b.Revision = gc.Revision
+	}
+	if c.SourceDateEpoch == "" {
+		b.Created = gc.Time
+	}
+	return b, nil
+}
+
+// packageFlags select packages and architectures.
+type packageFlags struct {
+	Package []string `default:"provider-widget,function-widget" help:"Packages to build." enum:"provider-widget,function-widget"`
+	Arch    []string `default:"amd64,arm64"                     help:"Architectures (GOARCH) to build for."   enum:"amd64,arm64"`
+}
+
+// Validate refuses a package or architecture named twice, which would build
+// the same files concurrently.
+func (f *packageFlags) Validate() error {
+	seen := map[string]bool{}
+	for _, v := range append(append([]string{}, f.Package...), f.Arch...) {
+		if seen[v] {
+			return errors.Errorf("%s is named twice", v)
+		}
+		seen[v] = true
+	}
+	return nil
+}
+
+func (f *packageFlags) packages() ([]xpkg.Package, error) {
+	ps := make([]xpkg.Package, 0, len(f.Package))
+	for _, n := range f.Package {
+		p, err := xpkg.Lookup(n)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
+type xpkgCmd struct {
+	commitFlags
+	packageFlags
+
+	OutputDir string `default:"_output" help:"Directory for image/ (runtime image tarballs) and xpkg/ (packages)."`
+	BinDir    string `help:"Directory for linux_<arch>/<package> binaries (default: <output-dir>/bin)."`
+	NoCompile bool   `help:"Use the binaries already in --bin-dir instead of compiling them."`
+	Crank     string `env:"CRANK_BIN" help:"The Crossplane CLI (bash hack/tools.sh path crank)." required:""`
+}
+
+func (c *xpkgCmd) Run(e *env) error {
+	ctx, stdout, stderr := e.ctx, e.stdout, e.stderr
+	b, err := c.builder(ctx, c.OutputDir, stderr)
+	if err != nil {
+		return err
+	}
+	b.BinDir, b.Crank = c.BinDir, c.Crank
+	ps, err := c.packages()
+	if err != nil {
+		return err
+	}
+	t := time.Now()
+	if !c.NoCompile {
+		for _, p := range ps {
+			for _, arch := range c.Arch {
+				if err := b.Compile(ctx, p, arch); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	// Packaging is mostly compressing the binaries: one per CPU at a time.
+	arts := make([]xpkg.Artifact, len(ps)*len(c.Arch))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.NumCPU())
+	for i, p := range ps {
+		for j, arch := range c.Arch {
+			g.Go(func() error {
+				a, err := b.Build(gctx, p, arch)
+				arts[i*len(c.Arch)+j] = a
+				return err
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	b.Log("built %d packages of version %s in %s", len(arts), b.Version, time.Since(t).Round(time.Second))
+	return summary(stdout, c.RepoRoot, arts)
+}
+
+// summary prints what xpkg built, with sizes in MB (10^6 bytes).
+func summary(w io.Writer, root string, arts []xpkg.Artifact) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	_, _ = fmt.Fprintln(tw, "PACKAGE\tARCH\tIMAGE (COMPRESSED)\tIMAGE (UNCOMPRESSED)\tXPKG FILE\tTIME\tPATH")
+	for _, a := range arts {
+		p := a.Xpkg
+		if r, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(r, "..") {
+			p = r
+		}
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Package, a.Arch,
+			mb(a.ImageSizes.Compressed), mb(a.ImageSizes.Uncompressed), mb(a.XpkgSize), a.Duration.Round(100*time.Millisecond), p)
+	}
+	return errors.Wrap(tw.Flush(), "cannot print summary")
+}
+
+func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
+
+type publishCmd struct {
+	commitFlags
+	packageFlags
+
+	Registry   string `help:"Registry and path to push to, such as xpkg.example.com/widgetco: packages go to <registry>/<package>:<version>." required:""`
+	OutputDir  string `default:"_output" help:"Directory that xpkg wrote the packages to."`
+	AllowDirty bool   `help:"Publish a version built from a work tree with uncommitted changes."`
+	Crank      string `env:"CRANK_BIN" help:"The Crossplane CLI (bash hack/tools.sh path crank)." required:""`
+}
+
+func (c *publishCmd) Run(e *env) error {
+	ctx, stdout, stderr := e.ctx, e.stdout, e.stderr
+	b, err := c.builder(ctx, c.OutputDir, stderr)
+	if err != nil {
+		return err
+	}
+	b.Crank = c.Crank
+	if xpkg.Dirty(b.Version) && !c.AllowDirty {
+		return errors.Errorf("version %s was built from uncommitted changes: commit (and tag) first, or pass --allow-dirty", b.Version)
+	}
+	ps, err := c.packages()
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		ref, err := b.Publish(ctx, p, c.Arch, c.Registry)
+		if err != nil {
+			return err
+		}
+		_, _ = fmt.Fprintln(stdout, ref)
+	}
+	return nil
+}
+
+type imageCmd struct {
+	commitFlags
+
+	Package string `help:"Package whose runtime image to build (sets entrypoint, ports and labels)." enum:"provider-widget,function-widget" required:""`
+	Arch    string `help:"Architecture (GOARCH) of the binary." enum:"amd64,arm64" required:""`
+	Binary  string `help:"Static linux binary of the package." type:"existingfile" required:""`
+	Out     string `help:"Image tarball to write (docker save format)." required:""`
+}
+
+func (c *imageCmd) Run(e *env) error {
+	ctx, stdout, stderr := e.ctx, e.stdout, e.stderr
+	b, err := c.builder(ctx, ".", stderr)
+	if err != nil {
+		return err
+	}
+	if err := xpkg.ValidateVersion(b.Version); err != nil {
+		return err
+	}
+	p, err := xpkg.Lookup(c.Package)
+	if err != nil {
+		return err
+	}
+	img, err := image.Build(image.Config{
+		Binary:     c.Binary,
+		Entrypoint: p.Entrypoint,
+		Arch:       c.Arch,
+		Created:    b.Created,
+		Labels:     b.Labels(p),
+		Ports:      p.Ports,
+	})
+	if err != nil {
+		return err
+	}
+	tag, err := name.NewTag(fmt.Sprintf("%s:%s-%s", p.Name, b.Version, c.Arch))
+	if err != nil {
+		return errors.Wrap(err, "cannot tag image")
+	}
+	if err := image.WriteTarball(img, tag, c.Out); err != nil {
+		return err
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return errors.Wrap(err, "cannot compute image digest")
+	}
+	_, _ = fmt.Fprintf(stdout, "%s %s %s\n", c.Out, tag, d)
+	return nil
+}
+
+// env is what every command runs with.
+type env struct {
+	ctx            context.Context // kong binds one value per type, so Run gets the signal context here
+	stdout, stderr io.Writer
+}
+
+type cli struct {
+	Xpkg    xpkgCmd    `cmd:"" help:"Compile the binaries and build the runtime images and .xpkg packages (_output/xpkg/<package>-<version>-<arch>.xpkg)."`
+	Publish publishCmd `cmd:"" help:"Push the packages xpkg built as multi-arch images (crossplane xpkg push -f a.xpkg,b.xpkg)."`
+	Image   imageCmd   `cmd:"" help:"Build one runtime image tarball from a static binary."`
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	k := kong.Parse(&cli{},
+		kong.Name("build"),
+		kong.Description("Build and publish the Crossplane packages of provider-widget and function-widget without Docker."),
+		kong.UsageOnError())
+	err := k.Run(&env{ctx: ctx, stdout: os.Stdout, stderr: os.Stderr})
+	stop()
+	k.FatalIfErrorf(err)
+}
