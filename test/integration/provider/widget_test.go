@@ -405,3 +405,26 @@ func TestProviderConfigInUseIsNotDeleted(t *testing.T) {
 		return kerrors.IsNotFound(err), fmt.Sprint(err)
 	})
 }
+
+// TestResizingIsVisible: a spec size change shows Ready=False (Resizing) on
+// the resource while the API resizes, then Ready again.
+func TestResizingIsVisible(t *testing.T) {
+	e := newEnv(t, apitest.WithOptions(func(o *server.Options) { o.ResizeDelay = 3 * time.Second }))
+	e.providerConfig()
+	startProvider(t)
+	e.widget("grow")
+	w := e.waitReady("grow")
+	w.Spec.ForProvider.Size = ptr.To("large")
+	if err := e.kube.Update(e.ctx(), w); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(60*time.Second, "Ready=False (Resizing) on the resource", func() (bool, string) {
+		cur := e.getWidget("grow")
+		c := cur.GetCondition(xpv2.TypeReady)
+		return c.Reason == "Resizing" && c.Status == corev1.ConditionFalse, condition(cur, xpv2.TypeReady) + " " + condition(cur, xpv2.TypeSynced)
+	})
+	got := e.waitReady("grow")
+	if got.Status.AtProvider.Size != "large" {
+		t.Errorf("observed size %q after the resize, want large", got.Status.AtProvider.Size)
+	}
+}

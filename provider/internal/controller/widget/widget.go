@@ -15,6 +15,8 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -236,7 +238,13 @@ func readiness(w *widgetapi.Widget, deleting bool) xpv2.Condition {
 	case widgetapi.StateProvisioning:
 		return xpv2.Creating().WithMessage("The Widget API is provisioning the widget")
 	case widgetapi.StateResizing:
-		return xpv2.Condition{Type: xpv2.TypeReady, Status: "False", Reason: ReasonResizing, Message: "The Widget API is resizing the widget to " + w.Size}
+		return xpv2.Condition{
+			Type:               xpv2.TypeReady,
+			Status:             corev1.ConditionFalse,
+			Reason:             ReasonResizing,
+			Message:            "The Widget API is resizing the widget to " + w.Size,
+			LastTransitionTime: metav1.Now(), // required by the CRD; like every xpv2 condition constructor
+		}
 	case widgetapi.StateFailed:
 		return xpv2.Unavailable().WithMessage("The widget failed: " + w.Message)
 	case widgetapi.StateDeleting:
