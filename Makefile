@@ -78,11 +78,15 @@ publish: xpkg ## Push both packages as multi-arch images to $(REGISTRY)/<package
 ##@ Test
 
 .PHONY: test
-test: tools vet check-diff lint unit ## Everything CI runs: tools, vet/gofmt, generated-file check, lint, all tests.
+test: tools vet check-diff lint unit e2e ## Everything CI runs: tools, vet/gofmt, generated-file check, lint, all tests, the end-to-end suite.
 
 .PHONY: unit
-unit: ## Run go test ./... (with -race); the integration tiers find binaries via hack/tools.sh env.
-	eval "$$($(TOOLS) env)" && $(GO) test $(GO_TEST_FLAGS) ./...
+unit: ## Run go test ./... except the e2e suite (with -race); the integration tiers find binaries via hack/tools.sh env.
+	eval "$$($(TOOLS) env)" && $(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v '/test/e2e$$')
+
+.PHONY: e2e
+e2e: tools build ## End-to-end suite on a local Crossplane: packages installed, claims and XWidgets Ready, drift, crashes, deletion (~1 min).
+	eval "$$($(TOOLS) env)" && $(GO) test $(GO_TEST_FLAGS) -v -timeout 30m ./test/e2e
 
 .PHONY: render-update
 render-update: ## Regenerate the golden crossplane render output of the examples.
@@ -93,6 +97,11 @@ bench: ## Run the benchmarks (not part of make test).
 	$(GO) test -run '^$$' -bench . -benchmem ./widgetapi/server/ ./function/
 
 ##@ Run
+
+.PHONY: demo
+demo: tools build ## Local Crossplane with both packages, an example XWidget and a claim going Ready; stays up until Ctrl-C (DEMO_FLAGS=--debug).
+	$(GO) build -o $(BIN_DIR)/demo ./test/demo
+	eval "$$($(TOOLS) env)" && exec $(BIN_DIR)/demo $(DEMO_FLAGS)
 
 .PHONY: run-widget-api
 run-widget-api: ## Run the reference Widget API on 127.0.0.1:8080 (data in _output/widget-api, token dev-token).

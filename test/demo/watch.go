@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"text/template"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/widgetco/crossplane-widget/test/e2e/platform"
+	"github.com/widgetco/crossplane-widget/test/harness"
+)
+
+const (
+	// tick is how often the demo looks at the objects.
+	tick = 2 * time.Second
+	// heartbeat is how often it repeats an unchanged status line while
+	// waiting.
+	heartbeat = 6 * time.Second
+)
+
+// providerEvents are the events worth showing as they happen once the
+// objects are Ready: provider-widget acting on a change.
+var providerEvents = map[string]bool{"DriftRepaired": true, "UpdatedWidget": true, "AdoptedWidget": true, "RotatedKey": true}
+
+// applyExamples creates the example XWidget and WidgetClaim, and their
+// namespaces.
+func applyExamples(ctx context.Context, h *harness.Harness, root string) ([]*unstructured.Unstructured, error) {
+	files := []string{"namespaced/xr.yaml", "legacy/claim.yaml"}
+	objs := make([]*unstructured.Unstructured, 0, len(files))
+	for _, f := range files {
+		o, err := platform.ReadObjects(filepath.Join(root, "examples", "composition", f))
+		if err != nil {
+			return nil, err
+		}
+		if len(o) != 1 {
+			return nil, errors.Errorf("examples/composition/%s holds %d objects, want 1", f, len(o))
+		}
+		if err := platform.EnsureNamespace(ctx, h.Client(), o[0].GetNamespace()); err != nil {
+			return nil, err
+		}
+		objs = append(objs, o[0])
+	}
+	return objs, platform.Create(ctx, h.Client(), objs...)
+}
+
+// A watcher shows the example objects' progress.
+type watcher struct {
+	h     *harness.Harness
+	objs  []*unstructured.Unstructured
+	begin time.Time
+
+	lines    map[string]string
+	printed  map[string]time.Time
+	problems map[string]string
+	events   map[types.UID]bool
+}
+
+func newWatcher(h *harness.Harness, objs []*unstructured.Unstructured) *watcher {
+	return &watcher{
+		h: h, objs: objs, begin: time.Now(),
+		lines: map[string]string{}, printed: map[string]time.Time{}, problems: map[string]string{}, events: map[types.UID]bool{},
+	}
+}
+
+// untilReady shows a status line per object every few seconds, and the
+// messages of conditions that are not True whenever they change, until
+// every object is Synced and Ready. It returns how long that took.
+func (w *watcher) untilReady(ctx context.Context, timeout time.Duration) (time.Duration, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		ready := true
+		for _, o := range w.objs {
+			if err := w.h.Client().Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+				ready = false
+				w.show(platform.Name(o), o.GetKind()+" "+platform.Name(o)+": cannot get it: "+err.Error(), nil, true)
+				continue
+			}
+			ok := isReady(o)
+			ready = ready && ok
+			w.show(platform.Name(o), platform.StatusLine(o), platform.Problems(o), !ok)
+		}
+		if ready {
+			return time.Since(w.begin), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-deadline.C:
+			return 0, errors.Errorf("not Ready after %s", timeout)
+		case <-t.C:
+		}
+	}
+}
+
+// show prints an object's status line when it changed, or when it has not
+// been printed for a while and repeat is true, and its problems when they
+// changed.
+func (w *watcher) show(key, line string, problems []string, repeat bool) {
+	if line != w.lines[key] || (repeat && time.Since(w.printed[key]) >= heartbeat) {
+		fmt.Printf("[%5s] %s\n", time.Since(w.begin).Round(time.Second), line)
+		w.lines[key] = line
+		w.printed[key] = time.Now()
+	}
+	p := strings.Join(problems, "\n")
+	if p != w.problems[key] {
+		for _, m := range problems {
+			fmt.Printf("          %s\n", m)
+		}
+		w.problems[key] = p
+	}
+}
+
+// explain says why the objects are not Ready: their conditions and those
+// of the managed resources composed for them, and writes diagnostics.
+func (w *watcher) explain(ctx context.Context, cause error) {
+	fmt.Printf("\nThe example XWidget and WidgetClaim are %v. What they and their managed resources report:\n", cause)
+	for _, o := range w.objs {
+		w.describe(o)
+	}
+	for _, l := range w.composed(ctx) {
+		for i := range l.Items {
+			w.describe(&l.Items[i])
+		}
+	}
+	dctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	d, err := w.h.DumpDiagnostics(dctx, "")
+	if err != nil {
+		fmt.Printf("\nCannot write diagnostics: %v\n", err)
+		return
+	}
+	fmt.Printf("\nDiagnostics (every object, events, each process's log) are in %s\n", d)
+}
+
+func (w *watcher) describe(u *unstructured.Unstructured) {
+	fmt.Println("  " + platform.StatusLine(u))
+	for _, p := range platform.Problems(u) {
+		fmt.Println("      " + p)
+	}
+}
+
+// composed lists the managed resources composed for the objects: the
+// XWidget's namespaced ones and the claim's cluster-scoped ones.
+func (w *watcher) composed(ctx context.Context) []*unstructured.UnstructuredList {
+	var out []*unstructured.UnstructuredList
+	for _, o := range w.objs {
+		for _, kind := range []string{"WidgetList", "WidgetKeyList"} {
+			l := &unstructured.UnstructuredList{}
+			var opts []client.ListOption
+			if o.GetKind() == "WidgetClaim" {
+				l.SetAPIVersion("widget.widgetco.io/v1alpha1")
+				opts = append(opts, client.MatchingLabels{"crossplane.io/claim-namespace": o.GetNamespace(), "crossplane.io/claim-name": o.GetName()})
+			} else {
+				l.SetAPIVersion("widget.m.widgetco.io/v1alpha1")
+				opts = append(opts, client.InNamespace(o.GetNamespace()), client.MatchingLabels{"crossplane.io/composite": o.GetName()})
+			}
+			l.SetKind(kind)
+			if err := w.h.Client().List(ctx, l, opts...); err == nil {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
+}
+
+// follow keeps showing status changes, and provider-widget's events about
+// repairs and updates, until ctx is done.
+func (w *watcher) follow(ctx context.Context) {
+	// Events from before now are old news.
+	w.newEvents(ctx)
+	go func() {
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			for _, o := range w.objs {
+				if err := w.h.Client().Get(ctx, client.ObjectKeyFromObject(o), o); err == nil {
+					w.show(platform.Name(o), platform.StatusLine(o), platform.Problems(o), false)
+				}
+			}
+			for _, e := range w.newEvents(ctx) {
+				fmt.Printf("[%5s] event %s on %s %s: %s\n", time.Since(w.begin).Round(time.Second), e.Reason, e.InvolvedObject.Kind, eventObject(e), e.Message)
+			}
+		}
+	}()
+}
+
+// newEvents returns provider-widget's events not seen before.
+func (w *watcher) newEvents(ctx context.Context) []corev1.Event {
+	var out []corev1.Event
+	for _, ns := range w.eventNamespaces() {
+		l := &corev1.EventList{}
+		if err := w.h.Client().List(ctx, l, client.InNamespace(ns)); err != nil {
+			continue
+		}
+		for _, e := range l.Items {
+			if w.events[e.UID] || !providerEvents[e.Reason] {
+				continue
+			}
+			w.events[e.UID] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// eventNamespaces are the objects' namespaces and "default", where events
+// about cluster-scoped managed resources go.
+func (w *watcher) eventNamespaces() []string {
+	out := []string{corev1.NamespaceDefault}
+	for _, o := range w.objs {
+		out = append(out, o.GetNamespace())
+	}
+	return out
+}
+
+func eventObject(e corev1.Event) string {
+	if e.InvolvedObject.Namespace == "" {
+		return e.InvolvedObject.Name
+	}
+	return e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
+}
+
+func isReady(u *unstructured.Unstructured) bool {
+	return platform.GetCondition(u, "Synced").Status == "True" && platform.GetCondition(u, "Ready").Status == "True"
+}
+
+// tryThis is what the demo prints once the objects are Ready.
+var tryThis = template.Must(template.New("try").Parse(`
+{{.XR}} and {{.Claim}} are Ready ({{.Took}} after they were applied).
+
+  export KUBECONFIG={{.Kubeconfig}}
+{{- if .NoKubectl}}
+  (kubectl is not in your PATH; any kubectl works with this kubeconfig.)
+{{- end}}
+
+Look around:
+  kubectl get xwidgets.platform.widgetco.io,widgetclaims,widgets.widget.m.widgetco.io,widgets.widget.widgetco.io -A
+  kubectl get widget -A      # the category: claims, both kinds of XWidget, managed resources
+  kubectl get xwidgets.platform.widgetco.io -n {{.XRNamespace}} {{.XRName}} -o yaml
+  kubectl get secret -n {{.XRNamespace}} {{.XRSecret}} -o go-template='{{.SecretTemplate}}'
+  kubectl get secret -n {{.ClaimNamespace}} {{.ClaimSecret}} -o go-template='{{.SecretTemplate}}'
+
+Change the XWidget's widget behind Crossplane's back, through the Widget API at
+{{.URL}} (token {{.Token}}: a local demo token), and watch
+provider-widget put it back; this terminal shows its DriftRepaired event:
+  curl -s -X PATCH -H 'Authorization: Bearer {{.Token}}' -H 'Content-Type: application/json' -d '{"size":"large"}' {{.URL}}/v1/widgets/{{.Widget}}
+  curl -s -H 'Authorization: Bearer {{.Token}}' {{.URL}}/v1/widgets/{{.Widget}}     # size is {{.Size}} again
+  kubectl get events -n {{.XRNamespace}} --field-selector reason=DriftRepaired
+
+Logs: {{.Dir}}/logs. Press Ctrl-C to stop and tear everything down.
+`))
+
+// printTryThis prints the KUBECONFIG and what to try.
+func printTryThis(h *harness.Harness, objs []*unstructured.Unstructured, took time.Duration, dir string) error {
+	xr, claim := objs[0], objs[1]
+	str := func(u *unstructured.Unstructured, fields ...string) string {
+		v, _, _ := unstructured.NestedString(u.Object, fields...)
+		return v
+	}
+	_, lookErr := exec.LookPath("kubectl")
+	return tryThis.Execute(os.Stdout, map[string]any{
+		"XR":             "XWidget " + platform.Name(xr),
+		"Claim":          "WidgetClaim " + platform.Name(claim),
+		"Took":           took.Round(time.Second),
+		"Kubeconfig":     h.Kubeconfig(),
+		"NoKubectl":      lookErr != nil,
+		"XRNamespace":    xr.GetNamespace(),
+		"XRName":         xr.GetName(),
+		"XRSecret":       str(xr, "status", "connectionSecretName"),
+		"ClaimNamespace": claim.GetNamespace(),
+		"ClaimSecret":    str(claim, "spec", "writeConnectionSecretToRef", "name"),
+		"URL":            h.WidgetAPI().URL,
+		"Token":          demoToken,
+		"Widget":         str(xr, "status", "externalName"),
+		"Size":           str(xr, "spec", "size"),
+		"Dir":            dir,
+		// kubectl's go-template printing a Secret's decoded data.
+		"SecretTemplate": `{{range $k, $v := .data}}{{$k}}: {{$v | base64decode}}{{"\n"}}{{end}}`,
+	})
+}

@@ -1,0 +1,318 @@
+// Package e2e_test is the end-to-end suite: real Crossplane core v2.4.0 on a
+// local control plane (package harness) installs provider-widget and
+// function-widget from their packages, and app teams' claims and XWidgets go
+// to Ready against the reference Widget API. One control plane serves the
+// whole suite; each scenario works in its own namespace.
+//
+// Run it with `make e2e`. Without the tools (`bash hack/tools.sh env`) it
+// skips. On a failure a scenario writes the harness's diagnostics and logs
+// where; the run's directory (under _output/e2e) is kept then, or always
+// with E2E_KEEP_DIR=1.
+package e2e_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/widgetco/crossplane-widget/apis"
+	"github.com/widgetco/crossplane-widget/test/e2e/platform"
+	"github.com/widgetco/crossplane-widget/test/harness"
+	"github.com/widgetco/crossplane-widget/widgetapi"
+	"github.com/widgetco/crossplane-widget/widgetapi/server"
+)
+
+// Widget API credentials of the suite: one project, one token.
+const (
+	apiToken   = "e2e-token"
+	apiProject = "e2e"
+)
+
+// Generous bounds for a slow, shared 2-core machine. Nothing asserts on how
+// long anything takes; these only stop a hung scenario.
+const (
+	waitTimeout     = 5 * time.Minute
+	scenarioTimeout = 15 * time.Minute
+	setupTimeout    = 10 * time.Minute
+)
+
+// parallelism is how many scenarios run at once unless -test.parallel says
+// otherwise: they mostly wait for the control plane, so more than
+// GOMAXPROCS (the default) keeps the suite short.
+const parallelism = "8"
+
+// suite is shared by every scenario.
+var suite struct {
+	skip string
+	// ctx is cancelled once the control plane is torn down, e.g. by Ctrl-C.
+	ctx context.Context
+
+	root string
+	h    *harness.Harness
+	p    *platform.Platform
+	// kube knows core Kubernetes types and the provider's managed
+	// resources; use unstructured objects for XRs and claims.
+	kube client.Client
+	api  *widgetapi.Client
+	// gc is true when kube-controller-manager's garbage collector runs.
+	gc bool
+
+	mu      sync.Mutex
+	timings []timing
+}
+
+// timing is how long one scenario took, from its start to its end.
+type timing struct {
+	name string
+	took time.Duration
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	begin := time.Now()
+	flag.Parse()
+	parallelFlagSet := false
+	flag.Visit(func(f *flag.Flag) { parallelFlagSet = parallelFlagSet || f.Name == "test.parallel" })
+	if !parallelFlagSet {
+		_ = flag.Set("test.parallel", parallelism)
+	}
+	if testing.Short() {
+		suite.skip = "e2e suite: skipped with -short"
+		return m.Run()
+	}
+	tools, err := harness.ToolsFromEnv()
+	if err != nil {
+		suite.skip = "e2e suite skipped (`make e2e` provides the tools): " + err.Error()
+		return m.Run()
+	}
+	suite.gc = tools.KubeControllerManager != ""
+	if suite.root, err = platform.FindRoot(); err != nil {
+		return fail(err)
+	}
+	bins, err := platform.FindBinaries(suite.root)
+	if err != nil {
+		return fail(err)
+	}
+
+	runs := filepath.Join(suite.root, "_output", "e2e")
+	if err := os.MkdirAll(runs, 0o750); err != nil {
+		return fail(err)
+	}
+	dir, err := os.MkdirTemp(runs, time.Now().Format("20060102-150405-"))
+	if err != nil {
+		return fail(err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+
+	pkgs, err := platform.FindPackages(ctx, suite.root, tools.Crank, filepath.Join(dir, "packages"))
+	if err != nil {
+		return fail(err)
+	}
+	log.Info("Packages", "provider", pkgs.Provider, "function", pkgs.Function, "built-from-package-dir", pkgs.Built)
+
+	tStart := time.Now()
+	// The harness lives until Stop, not just for the set-up's context. On
+	// Ctrl-C it tears itself down, so that no etcd or kube-apiserver is left
+	// behind, and the scenarios end.
+	suite.h, err = harness.Start(context.Background(), harness.Options{
+		Dir:           dir,
+		Log:           log,
+		Tools:         &tools,
+		HandleSignals: true,
+		// No default ManagedResourceActivationPolicy (the Helm chart's
+		// activates everything): provider-widget declares safe-start, so
+		// this proves the policy platform.Install creates is enough.
+		Activations: []string{},
+		WidgetAPI: &server.Options{
+			Tokens: map[string]string{apiToken: apiProject},
+			// Asynchronous like the real thing, but quick.
+			ProvisionDelay: time.Second,
+			ResizeDelay:    time.Second,
+			DeleteDelay:    time.Second,
+		},
+	})
+	if err != nil {
+		return fail(errors.Wrapf(err, "cannot start the control plane (kept %s)", dir))
+	}
+	startTook := time.Since(tStart)
+	var stop context.CancelFunc
+	suite.ctx, stop = context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		<-suite.h.Done()
+		stop()
+	}()
+	passed := false
+	defer func() {
+		if err := suite.h.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: cannot stop the control plane:", err)
+		}
+		if passed && os.Getenv("E2E_KEEP_DIR") == "" {
+			_ = os.RemoveAll(dir)
+			return
+		}
+		fmt.Printf("e2e: kept the run's directory %s (logs/, diagnostics/)\n", dir)
+	}()
+
+	tInstall := time.Now()
+	suite.p, err = platform.Install(ctx, suite.h, platform.Options{
+		Root:         suite.root,
+		Binaries:     bins,
+		Packages:     pkgs,
+		Token:        apiToken,
+		ProviderArgs: []string{"--debug"},
+		FunctionArgs: []string{"--debug"},
+		Log:          log,
+	})
+	if err != nil {
+		return fail(withDiagnostics(err))
+	}
+	installTook := time.Since(tInstall)
+
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apis.AddToScheme} {
+		if err := add(s); err != nil {
+			return fail(err)
+		}
+	}
+	if suite.kube, err = client.New(suite.h.RESTConfig(), client.Options{Scheme: s}); err != nil {
+		return fail(err)
+	}
+	if suite.api, err = widgetapi.New(suite.h.WidgetAPI().URL, widgetapi.WithToken(apiToken)); err != nil {
+		return fail(err)
+	}
+
+	tScenarios := time.Now()
+	code := m.Run()
+	passed = code == 0
+	report(startTook, installTook, time.Since(tScenarios), time.Since(begin))
+	return code
+}
+
+// fail reports an error that stops the suite before any scenario runs.
+func fail(err error) int {
+	fmt.Fprintln(os.Stderr, "e2e:", err)
+	return 1
+}
+
+// withDiagnostics adds a diagnostics dump to err, unless it names one.
+func withDiagnostics(err error) error {
+	if strings.Contains(err.Error(), "diagnostics in ") {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d, derr := suite.h.DumpDiagnostics(ctx, "")
+	if derr != nil {
+		return err
+	}
+	return errors.Wrapf(err, "diagnostics in %s", d)
+}
+
+// report prints the suite's timings.
+func report(start, install, scenarios, total time.Duration) {
+	suite.mu.Lock()
+	defer suite.mu.Unlock()
+	sort.Slice(suite.timings, func(i, j int) bool { return suite.timings[i].name < suite.timings[j].name })
+	r := func(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
+	fmt.Printf("E2E TIMINGS: harness start %s, packages installed and XWidget API published %s, scenarios %s, suite wall time %s\n",
+		r(start), r(install), r(scenarios), r(total))
+	for _, t := range suite.timings {
+		fmt.Printf("E2E TIMINGS:   %-40s %s\n", t.name, r(t.took))
+	}
+}
+
+// A scenario is one test's world: its namespace and its context.
+type scenario struct {
+	t   *testing.T
+	ctx context.Context
+	ns  string
+}
+
+// newScenario creates the scenario's namespace. Disruptive scenarios (that
+// kill a process or measure latency) run alone, the others in parallel.
+// When the scenario fails it writes diagnostics and logs their directory.
+func newScenario(t *testing.T, parallel bool) *scenario {
+	t.Helper()
+	if suite.skip != "" {
+		t.Skip(suite.skip)
+	}
+	if parallel {
+		t.Parallel()
+	}
+	begin := time.Now()
+	ctx, cancel := context.WithTimeout(suite.ctx, scenarioTimeout)
+	t.Cleanup(cancel)
+	s := &scenario{t: t, ctx: ctx, ns: namespaceFor(t.Name())}
+	t.Cleanup(func() {
+		took := time.Since(begin)
+		suite.mu.Lock()
+		suite.timings = append(suite.timings, timing{name: t.Name(), took: took})
+		suite.mu.Unlock()
+		t.Logf("TIMING: scenario %s took %s", t.Name(), took.Round(100*time.Millisecond))
+	})
+	t.Cleanup(func() { diagnoseFailure(t) })
+	if err := platform.EnsureNamespace(ctx, suite.h.Client(), s.ns); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// failureReporter is the part of testing.T that diagnoseFailure uses.
+type failureReporter interface {
+	Failed() bool
+	Logf(format string, args ...any)
+}
+
+// diagnoseFailure writes the harness's diagnostics when t failed and logs
+// their directory.
+func diagnoseFailure(t failureReporter) {
+	if !t.Failed() {
+		return
+	}
+	select {
+	case <-suite.h.Done():
+		t.Logf("The control plane was torn down; its logs are in %s", filepath.Join(suite.h.Dir(), "logs"))
+		return
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d, err := suite.h.DumpDiagnostics(ctx, "")
+	if err != nil {
+		t.Logf("Cannot write diagnostics: %v", err)
+		return
+	}
+	t.Logf("DIAGNOSTICS: %s (objects, events, every process's log)", d)
+}
+
+var nonDNS = regexp.MustCompile(`[^a-z0-9]+`)
+
+// namespaceFor derives a namespace name from a test name.
+func namespaceFor(test string) string {
+	n := "e2e-" + strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(strings.TrimPrefix(test, "Test")), "-"), "-")
+	if len(n) > 40 {
+		n = strings.TrimRight(n[:40], "-")
+	}
+	return n
+}

@@ -1,0 +1,323 @@
+// Package platform installs provider-widget and function-widget into a local
+// control plane (package harness) the way a platform team would: it pushes
+// their packages to the loopback registry, installs them through
+// Crossplane's package manager, activates the provider's managed resources,
+// configures the provider for the harness's Widget API and publishes the
+// XWidget API from examples/composition. The end-to-end suite and
+// `make demo` share it, so the demo shows exactly what the suite tests.
+package platform
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	xpextv1alpha1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1alpha1"
+
+	"github.com/widgetco/crossplane-widget/test/harness"
+)
+
+// Names of the installed packages. The Compositions in examples/composition
+// call the function by this name.
+const (
+	ProviderName = "provider-widget"
+	FunctionName = "function-widget"
+)
+
+// ActivationPolicy is the ManagedResourceActivationPolicy Install creates.
+// The provider declares the safe-start capability, so Crossplane serves its
+// managed resource kinds only once a policy activates them; this one does,
+// whatever default policy the control plane has.
+const ActivationPolicy = "provider-widget"
+
+// ManagedCRDs are the provider's managed resource kinds that Install waits to
+// be served.
+var ManagedCRDs = []string{
+	"widgets.widget.m.widgetco.io",
+	"widgetkeys.widget.m.widgetco.io",
+	"widgets.widget.widgetco.io",
+	"widgetkeys.widget.widgetco.io",
+}
+
+// CompositeCRDs are the kinds the XRDs in examples/composition define.
+var CompositeCRDs = []string{
+	"xwidgets.platform.widgetco.io",
+	"xwidgets.legacy.platform.widgetco.io",
+	"widgetclaims.legacy.platform.widgetco.io",
+}
+
+// Options configure Install.
+type Options struct {
+	// Root is the repository root, for examples/.
+	Root string
+	// Binaries are the provider and function binaries to run.
+	Binaries Binaries
+	// Packages are the package files to install.
+	Packages Packages
+	// Token is the Widget API token the ProviderConfigs use: one of the
+	// harness's Widget API tokens.
+	Token string
+	// ProviderArgs and FunctionArgs are extra flags for the binaries.
+	ProviderArgs []string
+	FunctionArgs []string
+	// Log receives progress. Default: discard.
+	Log *slog.Logger
+}
+
+// A Platform is provider-widget and function-widget running in a harness,
+// with the XWidget API published.
+type Platform struct {
+	// Provider and Function are the runtime processes the harness plays;
+	// kill and start them to simulate crashes.
+	Provider *harness.Process
+	Function *harness.Process
+	// ProviderMetricsURL is provider-widget's Prometheus endpoint.
+	ProviderMetricsURL string
+}
+
+// Install installs both packages into h, configures the provider for h's
+// Widget API (which must be running) and publishes the XWidget API. It
+// returns once claims and XRs can be created.
+func Install(ctx context.Context, h *harness.Harness, o Options) (*Platform, error) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if h.WidgetAPI() == nil {
+		return nil, errors.New("cannot install the platform: the harness runs no Widget API")
+	}
+	begin := time.Now()
+	c := h.Client()
+	// Before the provider: its managed resource definitions are activated
+	// as soon as the package manager creates them.
+	if err := activate(ctx, c); err != nil {
+		return nil, err
+	}
+	p := &Platform{}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		var err error
+		p.Function, err = installFunction(gctx, h, o)
+		return err
+	})
+	g.Go(func() error {
+		var err error
+		p.Provider, p.ProviderMetricsURL, err = installProvider(gctx, h, o)
+		return err
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	o.Log.Info("Packages installed", "provider", ProviderName, "function", FunctionName, "duration", since(begin))
+	if err := waitCRDs(ctx, c, ManagedCRDs...); err != nil {
+		return nil, errors.Wrap(err, "cannot wait for the provider's managed resources to be served (are their ManagedResourceDefinitions active?)")
+	}
+	if err := configure(ctx, h, o.Root, o.Token); err != nil {
+		return nil, err
+	}
+	if err := publish(ctx, c, o.Root); err != nil {
+		return nil, err
+	}
+	o.Log.Info("XWidget API published", "duration", since(begin))
+	return p, nil
+}
+
+// activate creates the ManagedResourceActivationPolicy for the provider's
+// kinds in both scopes.
+func activate(ctx context.Context, c client.Client) error {
+	p := &xpextv1alpha1.ManagedResourceActivationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: ActivationPolicy},
+		Spec: xpextv1alpha1.ManagedResourceActivationPolicySpec{
+			Activations: []xpextv1alpha1.ActivationPolicy{"*.widget.m.widgetco.io", "*.widget.widgetco.io"},
+		},
+	}
+	if err := c.Create(ctx, p); err != nil && !kerrors.IsAlreadyExists(err) {
+		return errors.Wrap(err, "cannot create the ManagedResourceActivationPolicy for provider-widget")
+	}
+	return nil
+}
+
+func installFunction(ctx context.Context, h *harness.Harness, o Options) (*harness.Process, error) {
+	ref, err := h.PushPackage(ctx, o.Packages.Function, "widgetco/"+FunctionName+":"+o.Packages.Version)
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := loopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"--metrics-address=" + metrics}, o.FunctionArgs...)
+	return h.InstallFunction(ctx, FunctionName, ref, harness.Command{Path: o.Binaries.Function, Args: args})
+}
+
+func installProvider(ctx context.Context, h *harness.Harness, o Options) (*harness.Process, string, error) {
+	ref, err := h.PushPackage(ctx, o.Packages.Provider, "widgetco/"+ProviderName+":"+o.Packages.Version)
+	if err != nil {
+		return nil, "", err
+	}
+	metrics, err := loopbackAddr()
+	if err != nil {
+		return nil, "", err
+	}
+	health, err := loopbackAddr()
+	if err != nil {
+		return nil, "", err
+	}
+	args := append([]string{"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + health}, o.ProviderArgs...)
+	p, err := h.InstallProvider(ctx, ProviderName, ref, harness.Command{
+		Path:  o.Binaries.Provider,
+		Args:  args,
+		Ready: httpOK("http://" + health + "/readyz"),
+	})
+	return p, "http://" + metrics + "/metrics", err
+}
+
+// configure creates the token Secret, the ClusterProviderConfig the
+// namespaced XWidget's Composition references and the cluster-scoped
+// ProviderConfig the legacy one references, from
+// examples/provider/clusterproviderconfig.yaml, pointed at h's Widget API.
+func configure(ctx context.Context, h *harness.Harness, root, token string) error {
+	objs, err := ReadObjects(filepath.Join(root, "examples", "provider", "clusterproviderconfig.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, u := range objs {
+		switch u.GetKind() {
+		case "Secret":
+			u.SetNamespace(h.Namespace())
+			if err := unstructured.SetNestedField(u.Object, token, "stringData", "token"); err != nil {
+				return errors.Wrap(err, "cannot set the Widget API token")
+			}
+		default:
+			if err := unstructured.SetNestedField(u.Object, h.WidgetAPI().URL, "spec", "endpoint"); err != nil {
+				return errors.Wrap(err, "cannot set the Widget API endpoint")
+			}
+			if ns, ok, _ := unstructured.NestedString(u.Object, "spec", "credentials", "secretRef", "namespace"); ok && ns != "" {
+				_ = unstructured.SetNestedField(u.Object, h.Namespace(), "spec", "credentials", "secretRef", "namespace")
+			}
+		}
+	}
+	return Create(ctx, h.Client(), objs...)
+}
+
+// publish applies the XRDs and Compositions of examples/composition and
+// waits for the XRDs' kinds to be served.
+func publish(ctx context.Context, c client.Client, root string) error {
+	var objs []*unstructured.Unstructured
+	for _, f := range []string{"namespaced/definition.yaml", "namespaced/composition.yaml", "legacy/definition.yaml", "legacy/composition.yaml"} {
+		o, err := ReadObjects(filepath.Join(root, "examples", "composition", f))
+		if err != nil {
+			return err
+		}
+		objs = append(objs, o...)
+	}
+	if err := Create(ctx, c, objs...); err != nil {
+		return err
+	}
+	return errors.Wrap(waitCRDs(ctx, c, CompositeCRDs...), "cannot wait for the XWidget API to be served")
+}
+
+// waitCRDs waits for the named CRDs to be established.
+func waitCRDs(ctx context.Context, c client.Client, names ...string) error {
+	pending := ""
+	err := poll(ctx, 250*time.Millisecond, func(ctx context.Context) bool {
+		var missing []string
+		for _, n := range names {
+			crd := &extv1.CustomResourceDefinition{}
+			if err := c.Get(ctx, types.NamespacedName{Name: n}, crd); err != nil || !established(crd) {
+				missing = append(missing, n)
+			}
+		}
+		pending = strings.Join(missing, ", ")
+		return len(missing) == 0
+	})
+	return errors.Wrapf(err, "CRDs not established: %s", pending)
+}
+
+func established(crd *extv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == extv1.Established {
+			return c.Status == extv1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Create creates objs in order, ignoring those that already exist.
+func Create(ctx context.Context, c client.Client, objs ...*unstructured.Unstructured) error {
+	for _, u := range objs {
+		if err := c.Create(ctx, u); err != nil && !kerrors.IsAlreadyExists(err) {
+			return errors.Wrapf(err, "cannot create %s %s", u.GetKind(), Name(u))
+		}
+	}
+	return nil
+}
+
+// EnsureNamespace creates namespace ns unless it exists.
+func EnsureNamespace(ctx context.Context, c client.Client, ns string) error {
+	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	if err != nil && !kerrors.IsAlreadyExists(err) {
+		return errors.Wrapf(err, "cannot create namespace %s", ns)
+	}
+	return nil
+}
+
+// loopbackAddr returns a free 127.0.0.1:PORT.
+func loopbackAddr() (string, error) {
+	p, err := harness.FreePort()
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)), nil
+}
+
+// httpOK returns a check that url answers 200.
+func httpOK(url string) func(ctx context.Context) error {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		rsp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		_ = rsp.Body.Close()
+		if rsp.StatusCode != http.StatusOK {
+			return errors.Errorf("%s answered %d", url, rsp.StatusCode)
+		}
+		return nil
+	}
+}
+
+// poll calls fn every interval until it returns true or ctx is done.
+func poll(ctx context.Context, interval time.Duration, fn func(ctx context.Context) bool) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for !fn(ctx) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+func since(t time.Time) string { return time.Since(t).Round(100 * time.Millisecond).String() }
