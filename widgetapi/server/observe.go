@@ -49,6 +49,7 @@ type logWriter struct {
 	status  int
 	bytes   int
 	project string
+	route   string
 }
 
 func (l *logWriter) WriteHeader(code int) {
@@ -82,7 +83,10 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		lw := &logWriter{ResponseWriter: w}
 		next.ServeHTTP(lw, r)
 		d := time.Since(start)
-		route := r.Pattern
+		route := lw.route
+		if route == "" {
+			route = r.Pattern
+		}
 		if route == "" {
 			route = "unmatched"
 		}

@@ -192,7 +192,7 @@ func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
 func (s *Server) Handler() http.Handler {
 	api := http.NewServeMux()
 	for _, rt := range s.routes() {
-		api.HandleFunc(rt.pattern, rt.handler)
+		api.HandleFunc(rt.pattern, named(rt.pattern, rt.handler))
 	}
 	api.HandleFunc("/v1/", func(w http.ResponseWriter, _ *http.Request) {
 		problem(w, http.StatusNotFound, "not_found", "no such API route; see openapi.yaml")
@@ -237,6 +237,18 @@ func (s *Server) Routes() []string {
 		out = append(out, r.pattern)
 	}
 	return out
+}
+
+// named records the matched route for the access log and metrics: the
+// middlewares copy the request, so the outer handler never sees the inner
+// mux's r.Pattern.
+func named(pattern string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if lw, ok := w.(*logWriter); ok {
+			lw.route = pattern
+		}
+		h(w, r)
+	}
 }
 
 type ctxKey struct{}

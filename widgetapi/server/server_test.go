@@ -412,3 +412,38 @@ func TestLoadTokens(t *testing.T) {
 		})
 	}
 }
+
+// TestMetricsByRoute: request metrics name the API route, so load can be
+// broken down by operation.
+func TestMetricsByRoute(t *testing.T) {
+	env := apitest.Start(t)
+	c := env.Client(t, apitest.TokenA)
+	if _, err := c.CreateWidget(ctx(t), widgetapi.CreateWidgetRequest{Name: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetWidget(ctx(t), "m"); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := env.Server.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := map[string]bool{}
+	for _, mf := range mfs {
+		if mf.GetName() != "widgetapi_requests_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "route" {
+					routes[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	for _, want := range []string{"POST /v1/widgets", "GET /v1/widgets/{name}"} {
+		if !routes[want] {
+			t.Errorf("no request metric for route %q; have %v", want, routes)
+		}
+	}
+}
