@@ -9,5 +9,7 @@
 // WIDGET_BENCH_RUNS (repeats of the provider run, default 1),
 // WIDGET_BENCH_CALLS (gRPC calls per function and scenario, default 2000),
 // WIDGET_BENCH_PROVIDER_ARGS (extra provider flags, space separated),
+// WIDGET_BENCH_ONLY (comma-separated sections to run; the document then
+// goes to _output/bench/ unless WIDGET_BENCH_OUT is set),
 // WIDGET_BENCH_OUT (the document, default docs/benchmarks.md).
 package bench

@@ -33,6 +33,76 @@ import (
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
 
+func init() { register(20, "provider", providerSection) }
+
+// providerSection: N Widgets to Ready, against raw API server creates.
+func providerSection(t *testing.T, b *bench) string {
+	var doc strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&doc, format, a...) }
+
+	// Provider.
+	n := envInt("WIDGET_BENCH_N", 200)
+	runs := envInt("WIDGET_BENCH_RUNS", 1)
+	const workers = 8
+	steady := time.Duration(envInt("WIDGET_BENCH_STEADY_SECONDS", 30)) * time.Second
+	var extra []string
+	if a := os.Getenv("WIDGET_BENCH_PROVIDER_ARGS"); a != "" {
+		extra = strings.Fields(a)
+	}
+	k := b.kube(t)
+	provBin := b.build(t, "provider-widget", "./provider")
+	pr := make([]providerRun, 0, runs)
+	for i := range runs {
+		r := runProvider(t, k, provBin, i, n, workers, steady, extra)
+		t.Logf("provider run %d: all Ready in %s, p50 %s, p99 %s, raw ConfigMaps %s", i, r.allReady, quantile(r.toReady, .5), quantile(r.toReady, .99), r.rawCreate)
+		pr = append(pr, r)
+	}
+
+	w("## provider-widget: %d Widgets to Ready\n\n", n)
+	w("envtest (kube-apiserver v1.35.4 + etcd, from `hack/tools.sh`) with the provider's CRDs; the\n")
+	w("provider binary as a subprocess with `%s` (plus `--kubeconfig`); the reference Widget API in the\n", strings.Join(append([]string{"--metrics-bind-address <free port> --health-probe-bind-address 0"}, pr[0].args[4:]...), " "))
+	w("test process over loopback HTTP (no contract checker), with **zero provisioning delay and no rate limit**,\n")
+	w("one project, one namespaced ProviderConfig. The provider is started and serving metrics first; then %d\n", n)
+	w("Widgets (size medium, one label) are created by %d concurrent clients, and a watch records when each is\n", workers)
+	w("first Ready=True. Time-to-Ready is from the Widget's create request to that watch event. In the same run\n")
+	w("and before the provider starts, the same %d clients create %d plain ConfigMaps: what the API server takes.\n\n", workers, n)
+	w("| run | all Ready | per Widget p50 | p90 | p99 | max | Widgets Ready/s | raw ConfigMap creates/s | provider rate / raw | reconciles | reconciles/s | kube-apiserver requests/Widget | Widget API requests/Widget | provider RSS |\n")
+	w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	rates, raws, ratios := make([]float64, 0, len(pr)), make([]float64, 0, len(pr)), make([]float64, 0, len(pr))
+	for i, r := range pr {
+		rate := float64(n) / r.allReady.Seconds()
+		raw := float64(r.rawCreateCount) / r.rawCreate.Seconds()
+		rates, raws, ratios = append(rates, rate), append(raws, raw), append(ratios, rate/raw)
+		w("| %d | %s | %s | %s | %s | %s | %.1f | %.0f | %.1f%% | %.0f | %.1f | %.1f | %.1f | %.0f MB |\n", i+1,
+			secs(r.allReady), secs(quantile(r.toReady, .5)), secs(quantile(r.toReady, .9)), secs(quantile(r.toReady, .99)), secs(quantile(r.toReady, 1)),
+			rate, raw, 100*rate/raw, r.reconciles, r.reconciles/r.allReady.Seconds(), r.kubeRequests/float64(n), r.apiTotal/float64(n), float64(r.rssKB)/1024)
+	}
+	if len(pr) > 1 {
+		w("| median | | | | | | %.1f | %.0f | %.1f%% | | | | | |\n", medianF(rates), medianF(raws), 100*medianF(ratios))
+	}
+	last := pr[len(pr)-1]
+	w("\nWidget API requests during creation (last run), by operation:\n\n| operation | requests | per Widget |\n| --- | ---: | ---: |\n")
+	for _, op := range sortedKeys(last.apiRequests) {
+		w("| %s | %.0f | %.2f |\n", op, last.apiRequests[op], last.apiRequests[op]/float64(n))
+	}
+	if last.steady > 0 {
+		per := float64(time.Hour) / float64(last.steady) / float64(n)
+		w("\n**Steady state** (last run): in the %s after all were Ready, %.0f reconciles, %.0f kube-apiserver\n", last.steady, last.steadyRecs, last.steadyKube)
+		w("requests and %.0f Widget API requests (including change-feed long polls), i.e. about %.1f, %.1f and %.1f per\n", last.steadyAPI, last.steadyRecs*per, last.steadyKube*per, last.steadyAPI*per)
+		w("Widget per hour if extrapolated linearly. The window is much shorter than the poll interval, so this is a rough\n")
+		w("figure: a proper steady-state measurement needs a window of several poll intervals.\n")
+	}
+	png := filepath.Join(b.docDir, "benchmarks-time-to-ready.png")
+	if err := writeHistogram(png, last.toReady); err != nil {
+		t.Fatal(err)
+	}
+	w("\n![time-to-Ready histogram](%s)\n\n", filepath.Base(png))
+	w("Time-to-Ready of the last run's %d Widgets: %s; x axis 0 to %s (the slowest), one bar per\n", n, filepath.Base(png), secs(quantile(last.toReady, 1)))
+	w("1/40 of it; y axis: Widgets per bar, scaled to the tallest. Grid lines every 1/4 of each axis.\n")
+
+	return doc.String()
+}
+
 // kubeEnv is envtest (kube-apiserver + etcd) with the provider's CRDs and a
 // kubeconfig for the provider.
 type kubeEnv struct {
@@ -373,16 +443,4 @@ func sortedKeys(m map[string]float64) []string {
 	}
 	sort.Strings(ks)
 	return ks
-}
-
-// buildProvider builds provider-widget into dir.
-func buildProvider(t *testing.T, root, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "provider-widget")
-	cmd := exec.Command("go", "build", "-o", bin, "./provider")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("cannot build provider-widget: %v\n%s", err, out)
-	}
-	return bin
 }
