@@ -67,10 +67,9 @@ type condition struct {
 
 // observedConditions are the XR's current conditions, by type.
 func observedConditions(xr *composite.Unstructured) map[string]condition {
-	var cs []xpv2.Condition
 	// An XR whose conditions cannot be read is treated as one without
 	// conditions: every condition then counts as a transition.
-	_ = xr.GetValueInto("status.conditions", &cs)
+	cs := readConditions(xr.Object)
 	out := make(map[string]condition, len(cs))
 	for _, c := range cs {
 		out[string(c.Type)] = condition{Type: string(c.Type), Status: c.Status, Reason: string(c.Reason), Message: c.Message}

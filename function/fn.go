@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"maps"
 	"sync"
 
 	"github.com/crossplane/function-sdk-go/errors"
@@ -10,7 +11,6 @@ import (
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/resource/composed"
 	"github.com/crossplane/function-sdk-go/response"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	corev1 "k8s.io/api/core/v1"
 
@@ -70,11 +70,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	log := f.log.WithValues("tag", req.GetMeta().GetTag())
 
 	rsp := response.To(req, v1beta1.DefaultConvergingTTL)
-	// response.To shares the request's desired state; copy it so the
-	// response can be built without changing the request.
-	if req.GetDesired() != nil {
-		rsp.Desired = proto.CloneOf(req.GetDesired())
-	}
+	rsp.Desired = shallowCopy(req.GetDesired())
 
 	s, err := readState(req)
 	if err != nil {
@@ -106,6 +102,21 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	f.metrics.Observe(s.xr.flavour, outcomeOf(out.ready))
 	log.Debug("Composed XWidget", "ready", out.ready, "ttl", rsp.GetMeta().GetTtl().AsDuration().String())
 	return rsp, nil
+}
+
+// shallowCopy copies the desired state of earlier pipeline steps, which
+// response.To shares with the request, so that the response can be built
+// without changing the request. The function replaces the desired XR and adds
+// or replaces desired composed resources, but never changes a Resource
+// message, so the copy shares them with the request instead of cloning every
+// resource of every earlier step.
+func shallowCopy(d *fnv1.State) *fnv1.State {
+	if d == nil {
+		return nil
+	}
+	out := &fnv1.State{Composite: d.GetComposite(), Resources: maps.Clone(d.GetResources())}
+	out.ProtoReflect().SetUnknown(d.ProtoReflect().GetUnknown())
+	return out
 }
 
 // reject answers a request that cannot be composed with a fatal result, so

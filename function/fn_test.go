@@ -618,22 +618,3 @@ func TestRunFunctionDeterministic(t *testing.T) {
 		})
 	}
 }
-
-// BenchmarkRunFunction measures one call for a typical XWidget in each stage.
-func BenchmarkRunFunction(b *testing.B) {
-	f, err := NewFunction()
-	if err != nil {
-		b.Fatalf("NewFunction(): %v", err)
-	}
-	for _, name := range []string{"NamespacedNew", "NamespacedReady", "LegacyReady"} {
-		req := requests()[name]
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := f.RunFunction(context.Background(), req); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/resource/composed"
 	corev1 "k8s.io/api/core/v1"
@@ -11,8 +12,32 @@ import (
 )
 
 // observedResources are the composed resources that exist, by composition
-// resource name.
-type observedResources = map[resource.Name]resource.ObservedComposed
+// resource name, as Crossplane sends them. A resource is converted only when
+// the function reads it (get): the function never reads much of what a
+// request holds, such as the connection Secret, of which only its existence
+// matters, and the resources of other pipeline steps.
+type observedResources map[string]*fnv1.Resource
+
+// get returns the observed composed resource n, if it exists, as
+// request.GetObservedComposedResources would return it.
+func (o observedResources) get(n resource.Name) (resource.ObservedComposed, bool) {
+	r, ok := o[string(n)]
+	if !ok {
+		return resource.ObservedComposed{}, false
+	}
+	ocd := resource.ObservedComposed{Resource: composed.New(), ConnectionDetails: r.GetConnectionDetails()}
+	if ocd.ConnectionDetails == nil {
+		ocd.ConnectionDetails = resource.ConnectionDetails{}
+	}
+	ocd.Resource.SetUnstructuredContent(r.GetResource().AsMap())
+	return ocd, true
+}
+
+// has reports whether the composed resource n exists.
+func (o observedResources) has(n resource.Name) bool {
+	_, ok := o[string(n)]
+	return ok
+}
 
 // An observation is what the function knows about the resources it composes.
 type observation struct {
@@ -62,13 +87,13 @@ func observe(w widgetObservation, o observedResources, keys int) observation {
 	for i := range obs.keys {
 		obs.keys[i] = observeKey(o, i)
 	}
-	_, obs.secretExists = o[resourceConnectionSecret]
+	obs.secretExists = o.has(resourceConnectionSecret)
 	return obs
 }
 
 // observeWidget reads the Widget from the observed state.
 func observeWidget(o observedResources) widgetObservation {
-	ocd, ok := o[resourceWidget]
+	ocd, ok := o.get(resourceWidget)
 	if !ok {
 		return widgetObservation{}
 	}
@@ -93,7 +118,7 @@ func observeWidget(o observedResources) widgetObservation {
 }
 
 func observeKey(o observedResources, i int) keyObservation {
-	ocd, ok := o[keyResourceName(i)]
+	ocd, ok := o.get(keyResourceName(i))
 	if !ok {
 		return keyObservation{index: i}
 	}
@@ -110,9 +135,48 @@ func observeKey(o observedResources, i int) keyObservation {
 // conditionsOf reads a composed resource's conditions. Conditions that cannot
 // be read count as unknown.
 func conditionsOf(r *composed.Unstructured) *xpv2.ConditionedStatus {
-	cs := &xpv2.ConditionedStatus{}
-	_ = r.GetValueInto("status.conditions", &cs.Conditions)
+	return &xpv2.ConditionedStatus{Conditions: readConditions(r.Object)}
+}
+
+// readConditions reads status.conditions of an object's unstructured
+// content. It reads the fields straight from the content rather than through
+// a JSON round trip (GetValueInto), which cost more than the rest of reading
+// a WidgetKey. It reads what the function uses: type, status, reason, message
+// and observedGeneration, not lastTransitionTime. A condition that is not an
+// object, and a field of the wrong type, are skipped.
+func readConditions(o map[string]any) []xpv2.Condition {
+	st, _ := o["status"].(map[string]any)
+	l, _ := st["conditions"].([]any)
+	if len(l) == 0 {
+		return nil
+	}
+	cs := make([]xpv2.Condition, 0, len(l))
+	for _, e := range l {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		c := xpv2.Condition{}
+		c.Type = xpv2.ConditionType(stringField(m, "type"))
+		c.Status = corev1.ConditionStatus(stringField(m, "status"))
+		c.Reason = xpv2.ConditionReason(stringField(m, "reason"))
+		c.Message = stringField(m, "message")
+		switch g := m["observedGeneration"].(type) {
+		case int64:
+			c.ObservedGeneration = g
+		case int:
+			c.ObservedGeneration = int64(g)
+		case float64:
+			c.ObservedGeneration = int64(g)
+		}
+		cs = append(cs, c)
+	}
 	return cs
+}
+
+func stringField(m map[string]any, k string) string {
+	s, _ := m[k].(string)
+	return s
 }
 
 // isReady reports whether the widget is usable: the provider reports its

@@ -4,18 +4,18 @@ import (
 	"testing"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/resource"
-	"github.com/crossplane/function-sdk-go/resource/composed"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 )
 
-func observedComposed(o map[string]any, details resource.ConnectionDetails) resource.ObservedComposed {
-	return resource.ObservedComposed{Resource: &composed.Unstructured{Unstructured: unstructured.Unstructured{Object: o}}, ConnectionDetails: details}
+// observedComposed is an observed composed resource as Crossplane sends it.
+func observedComposed(o map[string]any, details resource.ConnectionDetails) *fnv1.Resource {
+	return &fnv1.Resource{Resource: mustStruct(o), ConnectionDetails: details}
 }
 
 var cmpObservation = []cmp.Option{

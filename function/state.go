@@ -121,9 +121,7 @@ func readState(req *fnv1.RunFunctionRequest) (*state, error) {
 		}
 	}
 
-	if s.observed, err = request.GetObservedComposedResources(req); err != nil {
-		return s, unreadable(err, "cannot read the observed composed resources")
-	}
+	s.observed = observedResources(req.GetObserved().GetResources())
 	s.widget = observeWidget(s.observed)
 	if s.dxr, err = request.GetDesiredCompositeResource(req); err != nil {
 		return s, unreadable(err, "cannot read the desired composite resource of earlier pipeline steps")

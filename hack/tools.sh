@@ -41,7 +41,7 @@ CACHE_ROOT=${WIDGET_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/crossplane-wi
 OUTPUT_DIR=${REPO_ROOT}/_output/tools
 
 DEFAULT_TOOLS=(etcd kube-apiserver kube-controller-manager crossplane crank golangci-lint)
-OPTIONAL_TOOLS=(function-auto-ready)
+OPTIONAL_TOOLS=(function-patch-and-transform function-auto-ready)
 ALL_TOOLS=("${DEFAULT_TOOLS[@]}" "${OPTIONAL_TOOLS[@]}")
 
 log() { printf 'tools: %s\n' "$*" >&2; }
@@ -117,14 +117,18 @@ tool_recipe() {
 		# goreleaser's stamps; a non-empty date stops it reporting "(devel)".
 		T_LDFLAGS+=" -X main.version=2.6.0 -X main.commit=v2.6.0 -X main.date=2025-10-29T19:28:07Z"
 		;;
+	function-patch-and-transform)
+		# Optional benchmark peer. The issue names v0.9.0, but the module
+		# proxy refuses the .mod and/or .zip of v0.6.0 to v0.9.0; v0.5.0 is
+		# the newest version it serves in full (tools/README.md).
+		T_VERSION=v0.5.0 T_MODDIR=function-patch-and-transform T_BIN=function-patch-and-transform
+		T_PKG=github.com/crossplane-contrib/function-patch-and-transform T_ETA="~1 min" T_ENV=FUNCTION_PATCH_AND_TRANSFORM_BIN
+		;;
 	function-auto-ready)
-		# Optional benchmark peer (see tools/README.md for why this and
-		# not function-patch-and-transform).
+		# Optional benchmark peer: the serving floor (a function that
+		# composes nothing), next to function-patch-and-transform.
 		T_VERSION=v0.6.0 T_MODDIR=function-auto-ready T_BIN=function-auto-ready
 		T_PKG=github.com/crossplane/function-auto-ready T_ETA="~2 min" T_ENV=FUNCTION_AUTO_READY_BIN
-		;;
-	fpt | function-patch-and-transform)
-		die "function-patch-and-transform v0.9.0 cannot be built here: the module proxy answers 403 for its go.mod (see tools/README.md); function-auto-ready is the available peer"
 		;;
 	*)
 		die "unknown tool '$1' (known: ${ALL_TOOLS[*]})"
@@ -319,8 +323,6 @@ cmd_env() {
 		printf 'export CROSSPLANE_CRDS=%q\n' "$(tool_dir crossplane)/crds"
 		printf 'export CROSSPLANE_WEBHOOK_CONFIGS=%q\n' "$(tool_dir crossplane)/webhookconfigurations"
 	fi
-	# function-patch-and-transform is not obtainable here (tools/README.md).
-	printf '# FPT_BIN: function-patch-and-transform unavailable from the module proxy\n'
 	return "${missing}"
 }
 
@@ -329,7 +331,7 @@ cmd_list() {
 	for name in "${ALL_TOOLS[@]}"; do
 		tool_recipe "${name}"
 		if is_cached "${name}"; then state=$(tool_bin "${name}"); else state="(not built)"; fi
-		printf '%-20s %-8s %s\n' "${name}" "${T_VERSION}" "${state}"
+		printf '%-28s %-8s %s\n' "${name}" "${T_VERSION}" "${state}"
 	done
 }
 

@@ -17,10 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
@@ -30,75 +32,139 @@ import (
 	"github.com/widgetco/crossplane-widget/apis"
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
 
 func init() { register(20, "provider", providerSection) }
 
-// providerSection: N Widgets to Ready, against raw API server creates.
+// providerSection: N Widgets to Ready for each reconcile rate, against raw
+// API server creates; the steady state; an Observe-only import at scale.
 func providerSection(t *testing.T, b *bench) string {
 	var doc strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&doc, format, a...) }
 
-	// Provider.
-	n := envInt("WIDGET_BENCH_N", 200)
+	n := envInt("WIDGET_BENCH_N", 1000)
 	runs := envInt("WIDGET_BENCH_RUNS", 1)
 	const workers = 8
-	steady := time.Duration(envInt("WIDGET_BENCH_STEADY_SECONDS", 30)) * time.Second
 	var extra []string
 	if a := os.Getenv("WIDGET_BENCH_PROVIDER_ARGS"); a != "" {
 		extra = strings.Fields(a)
 	}
+	sweep := []string{"", "--max-reconcile-rate=100"}
+	if v, ok := os.LookupEnv("WIDGET_BENCH_SWEEP"); ok {
+		sweep = strings.Split(v, ";")
+	}
 	k := b.kube(t)
-	provBin := b.build(t, "provider-widget", "./provider")
-	pr := make([]providerRun, 0, runs)
-	for i := range runs {
-		r := runProvider(t, k, provBin, i, n, workers, steady, extra)
-		t.Logf("provider run %d: all Ready in %s, p50 %s, p99 %s, raw ConfigMaps %s", i, r.allReady, quantile(r.toReady, .5), quantile(r.toReady, .99), r.rawCreate)
-		pr = append(pr, r)
+	bin := b.build(t, "provider-widget", "./provider")
+
+	type scenario struct {
+		flags string
+		runs  []providerRun
+	}
+	scs := make([]scenario, 0, len(sweep))
+	seq := 0
+	for _, flags := range sweep {
+		sc := scenario{flags: flags}
+		for range runs {
+			seq++
+			r := runProvider(t, k, bin, runOpts{ns: fmt.Sprintf("create-%d", seq), n: n, workers: workers, args: append(strings.Fields(flags), extra...), raw: true})
+			t.Logf("provider %q: all Ready in %s, p50 %s, p99 %s, raw ConfigMaps %s", flags, r.allReady, quantile(r.toReady, .5), quantile(r.toReady, .99), r.rawCreate)
+			sc.runs = append(sc.runs, r)
+		}
+		scs = append(scs, sc)
 	}
 
 	w("## provider-widget: %d Widgets to Ready\n\n", n)
 	w("envtest (kube-apiserver v1.35.4 + etcd, from `hack/tools.sh`) with the provider's CRDs; the\n")
-	w("provider binary as a subprocess with `%s` (plus `--kubeconfig`); the reference Widget API in the\n", strings.Join(append([]string{"--metrics-bind-address <free port> --health-probe-bind-address 0"}, pr[0].args[4:]...), " "))
-	w("test process over loopback HTTP (no contract checker), with **zero provisioning delay and no rate limit**,\n")
-	w("one project, one namespaced ProviderConfig. The provider is started and serving metrics first; then %d\n", n)
-	w("Widgets (size medium, one label) are created by %d concurrent clients, and a watch records when each is\n", workers)
-	w("first Ready=True. Time-to-Ready is from the Widget's create request to that watch event. In the same run\n")
-	w("and before the provider starts, the same %d clients create %d plain ConfigMaps: what the API server takes.\n\n", workers, n)
-	w("| run | all Ready | per Widget p50 | p90 | p99 | max | Widgets Ready/s | raw ConfigMap creates/s | provider rate / raw | reconciles | reconciles/s | kube-apiserver requests/Widget | Widget API requests/Widget | provider RSS |\n")
-	w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-	rates, raws, ratios := make([]float64, 0, len(pr)), make([]float64, 0, len(pr)), make([]float64, 0, len(pr))
-	for i, r := range pr {
-		rate := float64(n) / r.allReady.Seconds()
-		raw := float64(r.rawCreateCount) / r.rawCreate.Seconds()
-		rates, raws, ratios = append(rates, rate), append(raws, raw), append(ratios, rate/raw)
-		w("| %d | %s | %s | %s | %s | %s | %.1f | %.0f | %.1f%% | %.0f | %.1f | %.1f | %.1f | %.0f MB |\n", i+1,
-			secs(r.allReady), secs(quantile(r.toReady, .5)), secs(quantile(r.toReady, .9)), secs(quantile(r.toReady, .99)), secs(quantile(r.toReady, 1)),
-			rate, raw, 100*rate/raw, r.reconciles, r.reconciles/r.allReady.Seconds(), r.kubeRequests/float64(n), r.apiTotal/float64(n), float64(r.rssKB)/1024)
+	w("provider binary as a subprocess with `--kubeconfig`, `--metrics-bind-address <free port> --health-probe-bind-address 0`\n")
+	w("and the flags in the table (none: the defaults); the reference Widget API in the test process over\n")
+	w("loopback HTTP with **zero provisioning delay and no rate limit**, one project, one namespaced ProviderConfig.\n")
+	w("The provider is started and serving metrics first; then %d Widgets (size, region and one label set, as\n", n)
+	w("function-widget composes them, so nothing is late-initialized) are created by %d concurrent clients, and a\n", workers)
+	w("watch records when each is first Ready=True. Time-to-Ready is from the Widget's create request to that\n")
+	w("watch event. In the same run and before the provider starts, the same %d clients create %d plain\n", workers, n)
+	w("ConfigMaps: what the API server takes. *Reconciles* counts controller-runtime's reconciles, including the\n")
+	w("ones the global rate limiter (`--max-reconcile-rate`) only deferred; *did work* counts the reconciles that\n")
+	w("read the widget (one GET each). Medians over %d run(s) per row group.\n\n", runs)
+	w("| flags | run | all Ready | per Widget p50 | p90 | p99 | Widgets Ready/s | raw ConfigMap creates/s | provider / raw | reconciles/Widget | did work/Widget | kube-apiserver requests/Widget | Widget API requests/Widget | feed: queued / skipped | provider CPU | RSS |\n")
+	w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, sc := range scs {
+		flags := sc.flags
+		if flags == "" {
+			flags = "(defaults)"
+		}
+		var rates, raws, alls []float64
+		for i, r := range sc.runs {
+			fn := float64(r.n)
+			rate := fn / r.allReady.Seconds()
+			raw := float64(r.rawCreateCount) / r.rawCreate.Seconds()
+			rates, raws, alls = append(rates, rate), append(raws, raw), append(alls, r.allReady.Seconds())
+			w("| `%s` | %d | %s | %s | %s | %s | %.1f | %.0f | %.2f%% | %.1f | %.2f | %.1f | %.1f | %.0f / %.0f | %.1f s | %.0f MB |\n", flags, i+1,
+				secs(r.allReady), secs(quantile(r.toReady, .5)), secs(quantile(r.toReady, .9)), secs(quantile(r.toReady, .99)),
+				rate, raw, 100*rate/raw, r.reconciles/fn, r.apiGets/fn, r.kubeRequests/fn, r.apiTotal/fn,
+				r.feedEnqueues, r.feedSkips, r.cpu.Seconds(), float64(r.rssKB)/1024)
+		}
+		if len(sc.runs) > 1 {
+			w("| `%s` | median | %.2f s | | | | %.1f | %.0f | %.2f%% | | | | | | | |\n", flags, medianF(alls), medianF(rates), medianF(raws), 100*medianF(rates)/medianF(raws))
+		}
 	}
-	if len(pr) > 1 {
-		w("| median | | | | | | %.1f | %.0f | %.1f%% | | | | | |\n", medianF(rates), medianF(raws), 100*medianF(ratios))
-	}
-	last := pr[len(pr)-1]
-	w("\nWidget API requests during creation (last run), by operation:\n\n| operation | requests | per Widget |\n| --- | ---: | ---: |\n")
+	last := scs[0].runs[len(scs[0].runs)-1]
+	w("\nWidget API requests during creation (first flags, last run), by operation:\n\n| operation | requests | per Widget |\n| --- | ---: | ---: |\n")
 	for _, op := range sortedKeys(last.apiRequests) {
-		w("| %s | %.0f | %.2f |\n", op, last.apiRequests[op], last.apiRequests[op]/float64(n))
-	}
-	if last.steady > 0 {
-		per := float64(time.Hour) / float64(last.steady) / float64(n)
-		w("\n**Steady state** (last run): in the %s after all were Ready, %.0f reconciles, %.0f kube-apiserver\n", last.steady, last.steadyRecs, last.steadyKube)
-		w("requests and %.0f Widget API requests (including change-feed long polls), i.e. about %.1f, %.1f and %.1f per\n", last.steadyAPI, last.steadyRecs*per, last.steadyKube*per, last.steadyAPI*per)
-		w("Widget per hour if extrapolated linearly. The window is much shorter than the poll interval, so this is a rough\n")
-		w("figure: a proper steady-state measurement needs a window of several poll intervals.\n")
+		w("| %s | %.0f | %.2f |\n", op, last.apiRequests[op], last.apiRequests[op]/float64(last.n))
 	}
 	png := filepath.Join(b.docDir, "benchmarks-time-to-ready.png")
-	if err := writeHistogram(png, last.toReady); err != nil {
+	series := make([]histSeries, 0, len(scs))
+	for _, sc := range scs {
+		label := sc.flags
+		if label == "" {
+			label = "defaults"
+		}
+		series = append(series, histSeries{label: label, ds: sc.runs[len(sc.runs)-1].toReady})
+	}
+	if err := writeHistograms(png, fmt.Sprintf("time-to-Ready of %d Widgets", n), series); err != nil {
 		t.Fatal(err)
 	}
-	w("\n![time-to-Ready histogram](%s)\n\n", filepath.Base(png))
-	w("Time-to-Ready of the last run's %d Widgets: %s; x axis 0 to %s (the slowest), one bar per\n", n, filepath.Base(png), secs(quantile(last.toReady, 1)))
-	w("1/40 of it; y axis: Widgets per bar, scaled to the tallest. Grid lines every 1/4 of each axis.\n")
+	w("\n![time-to-Ready histograms](%s)\n\n", filepath.Base(png))
+	w("Time-to-Ready of each flag set's last run, one panel per flag set (%s): x axis seconds from the\n", filepath.Base(png))
+	w("Widget's create request, y axis Widgets per bar.\n\n")
+
+	// Steady state: a short poll interval, several intervals long, scaled
+	// to the default interval.
+	sn := envInt("WIDGET_BENCH_STEADY_N", 200)
+	poll := time.Duration(envInt("WIDGET_BENCH_STEADY_POLL_SECONDS", 20)) * time.Second
+	window := 3 * poll
+	seq++
+	st := runProvider(t, k, bin, runOpts{ns: fmt.Sprintf("steady-%d", seq), n: sn, workers: workers, steady: window,
+		args: append([]string{"--poll-interval=" + poll.String()}, extra...)})
+	polls := window.Seconds() / poll.Seconds()
+	perPoll := func(v float64) float64 { return v / polls / float64(sn) }
+	const defaultPoll = 10 * time.Minute
+	perHour := func(v float64) float64 { return perPoll(v) * float64(time.Hour) / float64(defaultPoll) }
+	w("### Steady state\n\n")
+	w("%d Widgets created and Ready as above with `--poll-interval=%s` (default jitter: a tenth of it either way), then\n", sn, poll)
+	w("nothing changes for %s (%.0f poll intervals) while the provider runs. Per Widget and poll, and scaled to the\n", window, polls)
+	w("default `--poll-interval=10m` (6 polls an hour):\n\n")
+	w("| | in the window | per Widget per poll | per Widget per hour at 10m |\n| --- | ---: | ---: | ---: |\n")
+	w("| reconciles | %.0f | %.2f | %.1f |\n", st.steadyRecs, perPoll(st.steadyRecs), perHour(st.steadyRecs))
+	w("| kube-apiserver requests | %.0f | %.2f | %.1f |\n", st.steadyKube, perPoll(st.steadyKube), perHour(st.steadyKube))
+	w("| Widget API requests (all) | %.0f | %.2f | %.1f |\n", st.steadyAPI, perPoll(st.steadyAPI), perHour(st.steadyAPI))
+	w("| Widget API widget GETs | %.0f | %.2f | %.1f |\n", st.steadyGets, perPoll(st.steadyGets), perHour(st.steadyGets))
+	w("\nThe change feed's long polls (one connection, `--feed-wait=30s`) are shared by all Widgets of a ProviderConfig,\n")
+	w("so they are in the totals but do not grow with the number of Widgets.\n\n")
+
+	// Scale: an Observe-only import of many existing widgets.
+	in := envInt("WIDGET_BENCH_IMPORT_N", 10000)
+	seq++
+	imp := runProvider(t, k, bin, runOpts{ns: fmt.Sprintf("import-%d", seq), n: in, workers: workers, importing: true,
+		args: append([]string{"--max-reconcile-rate=100"}, extra...)})
+	w("### Scale: %d Widgets\n\n", in)
+	w("%d widgets created directly in the Widget API, then %d Observe-only Widgets importing them by external name\n", in, in)
+	w("(`managementPolicies: [Observe]`), created by %d clients, `--max-reconcile-rate=100`. All Ready in %s\n", workers, secs(imp.allReady))
+	w("(p50 %s, p99 %s); %.2f reconciles that did work and %.1f kube-apiserver requests per Widget; provider CPU %.1f s;\n",
+		secs(quantile(imp.toReady, .5)), secs(quantile(imp.toReady, .99)), imp.apiGets/float64(in), imp.kubeRequests/float64(in), imp.cpu.Seconds())
+	w("**provider RSS %.0f MB with %d Widgets** (%.0f MB with %d above).\n", float64(imp.rssKB)/1024, in, float64(last.rssKB)/1024, last.n)
 
 	return doc.String()
 }
@@ -188,10 +254,25 @@ func rawCreate(t *testing.T, k *kubeEnv, ns string, n, workers int) time.Duratio
 	return d
 }
 
+// runOpts says what one provider run does.
+type runOpts struct {
+	ns      string // namespace, unique per run
+	n       int    // Widgets
+	workers int    // concurrent clients creating them
+	args    []string
+	// steady, when set, keeps the provider running this long after all
+	// are Ready and counts what it does meanwhile.
+	steady time.Duration
+	// importing creates the widgets in the Widget API first and the
+	// Widgets as Observe-only imports of them (external names set).
+	importing bool
+	// raw also measures raw ConfigMap creates of n objects first.
+	raw bool
+}
+
 // providerRun is the outcome of one provider run.
 type providerRun struct {
-	n              int
-	args           []string
+	runOpts
 	createFor      time.Duration   // sending all creates
 	allReady       time.Duration   // first create sent to last Widget Ready
 	toReady        []time.Duration // per Widget, create sent to Ready
@@ -199,21 +280,28 @@ type providerRun struct {
 	kubeRequests   float64 // from the provider, rest_client_requests_total
 	apiRequests    map[string]float64
 	apiTotal       float64
-	steady         time.Duration
+	apiGets        float64 // GETs of one widget: one per reconcile that did work
+	feedEnqueues   float64
+	feedSkips      float64
+	cpu            time.Duration // provider CPU time, start to all Ready
 	steadyKube     float64
 	steadyAPI      float64
+	steadyGets     float64
 	steadyRecs     float64
-	rssKB          int
+	rssKB          int // when all were Ready (and at the end of the steady window, if larger)
 	rawCreate      time.Duration
 	rawCreateCount int
 }
 
-// runProvider starts a Widget API server and the provider, creates n
+// runProvider starts a Widget API server and the provider, creates o.n
 // Widgets and waits for all to be Ready.
-func runProvider(t *testing.T, k *kubeEnv, bin string, run, n, workers int, steady time.Duration, extra []string) providerRun {
+func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 	t.Helper()
-	r := providerRun{n: n, apiRequests: map[string]float64{}, steady: steady, rawCreateCount: n}
-	r.rawCreate = rawCreate(t, k, fmt.Sprintf("raw-%d", run), n, workers)
+	r := providerRun{runOpts: o, apiRequests: map[string]float64{}}
+	n, ns := o.n, o.ns
+	if o.raw {
+		r.rawCreate, r.rawCreateCount = rawCreate(t, k, "raw-"+ns, n, o.workers), n
+	}
 
 	s, err := server.New(server.Options{DataDir: t.TempDir(), Tokens: map[string]string{"bench-token": "bench"}})
 	if err != nil {
@@ -221,10 +309,13 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, run, n, workers int, stea
 	}
 	hs := httptest.NewServer(s.Handler())
 	defer func() { s.Shutdown(); hs.Close(); _ = s.Close() }()
+	if o.importing {
+		importWidgets(t, hs.URL, n, o.workers)
+	}
+	api0, _ := apiRequests(t, s)
 
-	ns := fmt.Sprintf("bench-%d", run)
 	ctx := context.Background()
-	for _, o := range []client.Object{
+	for _, obj := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "widget-token"}, StringData: map[string]string{"token": "bench-token"}},
 		&nsv1alpha1.ProviderConfig{
@@ -238,16 +329,20 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, run, n, workers int, stea
 			},
 		},
 	} {
-		if err := k.kube.Create(ctx, o); err != nil {
+		if err := k.kube.Create(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	metrics := freeAddr(t)
-	r.args = append([]string{"--metrics-bind-address", metrics, "--health-probe-bind-address", "0"}, extra...)
+	r.args = append([]string{"--metrics-bind-address", metrics, "--health-probe-bind-address", "0"}, o.args...)
 	cmd := exec.Command(bin, append([]string{"--kubeconfig", k.kubeconfig}, r.args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	logf, err := os.Create(filepath.Join(t.TempDir(), "provider.log"))
+	logDir := os.Getenv("WIDGET_BENCH_LOGS")
+	if logDir == "" {
+		logDir = t.TempDir()
+	}
+	logf, err := os.Create(filepath.Join(logDir, fmt.Sprintf("provider-%s.log", ns)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,6 +371,7 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, run, n, workers int, stea
 	}
 	time.Sleep(time.Second) // let controllers start their informers
 	kube0 := promSum(metrics, "rest_client_requests_total")
+	cpu0 := cpuTime(cmd.Process.Pid)
 
 	readyAt := make(map[string]time.Time, n)
 	var mu sync.Mutex
@@ -285,14 +381,21 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, run, n, workers int, stea
 	go watchReady(watchCtx, t, k.kube, ns, n, readyAt, &mu, allReady)
 
 	var sent map[string]time.Time
-	sent, r.createFor = createAll(t, k.kube, n, workers, func(i int) client.Object {
+	sent, r.createFor = createAll(t, k.kube, n, o.workers, func(i int) client.Object {
 		w := &nsv1alpha1.Widget{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("w-%05d", i)},
 			Spec: nsv1alpha1.WidgetSpec{ForProvider: commonv1alpha1.WidgetParameters{
-				Size: ptr.To("medium"), Labels: map[string]string{"team": "a"},
+				// As function-widget composes them: every field set, so
+				// nothing is late-initialized.
+				Size: ptr.To("medium"), Region: ptr.To("us-east-1"), Labels: map[string]string{"team": "a"},
 			}},
 		}
 		w.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}
+		if o.importing {
+			w.Spec.ForProvider = commonv1alpha1.WidgetParameters{}
+			w.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+			meta.SetExternalName(w, importName(i))
+		}
 		return w
 	})
 	select {
@@ -317,23 +420,112 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, run, n, workers int, stea
 	}
 	mu.Unlock()
 	r.allReady = last.Sub(first)
+	r.cpu = cpuTime(cmd.Process.Pid) - cpu0
 	r.reconciles = promSum(metrics, "controller_runtime_reconcile_total")
 	r.kubeRequests = promSum(metrics, "rest_client_requests_total") - kube0
-	r.apiRequests, r.apiTotal = apiRequests(t, s)
+	r.feedEnqueues = promSum(metrics, "widget_feed_enqueues_total")
+	r.feedSkips = promSum(metrics, "widget_feed_skips_total")
+	apiBy, apiTot := apiRequests(t, s)
+	for op, v := range apiBy {
+		if d := v - api0[op]; d > 0 {
+			r.apiRequests[op] = d
+		}
+	}
+	r.apiTotal = apiTot - sum(api0)
+	r.apiGets = r.apiRequests["GET /v1/widgets/{name}"]
 	r.rssKB = rssOf(cmd.Process.Pid)
 
-	if steady > 0 {
-		time.Sleep(steady)
+	if o.steady > 0 {
+		time.Sleep(o.steady)
 		r.steadyRecs = promSum(metrics, "controller_runtime_reconcile_total") - r.reconciles
 		r.steadyKube = promSum(metrics, "rest_client_requests_total") - kube0 - r.kubeRequests
-		_, tot := apiRequests(t, s)
-		r.steadyAPI = tot - r.apiTotal
+		by, tot := apiRequests(t, s)
+		r.steadyAPI = tot - sum(api0) - r.apiTotal
+		r.steadyGets = by["GET /v1/widgets/{name}"] - api0["GET /v1/widgets/{name}"] - r.apiGets
 		if rss := rssOf(cmd.Process.Pid); rss > r.rssKB {
 			r.rssKB = rss
 		}
 	}
 	stop()
+	cleanup(t, k, ns, o.workers)
 	return r
+}
+
+// cleanup removes what a run left in ns once its provider has stopped, so
+// that the next run's provider (they share envtest) does not reconcile it:
+// Widgets and the ProviderConfig lose their finalizers, then everything the
+// run created there is deleted.
+func cleanup(t *testing.T, k *kubeEnv, ns string, workers int) {
+	t.Helper()
+	ctx := context.Background()
+	l := &nsv1alpha1.WidgetList{}
+	if err := k.kube.List(ctx, l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	objs := make([]client.Object, 0, len(l.Items)+1)
+	for i := range l.Items {
+		objs = append(objs, &l.Items[i])
+	}
+	objs = append(objs, &nsv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}})
+	work := make(chan client.Object)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for o := range work {
+				p := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+				if err := k.kube.Patch(ctx, o, p); client.IgnoreNotFound(err) != nil {
+					t.Errorf("cannot remove the finalizers of %s: %v", o.GetName(), err)
+				}
+			}
+		})
+	}
+	for _, o := range objs {
+		work <- o
+	}
+	close(work)
+	wg.Wait()
+	for _, o := range []client.Object{&nsv1alpha1.Widget{}, &nsv1alpha1.ProviderConfigUsage{}, &nsv1alpha1.ProviderConfig{}} {
+		if err := k.kube.DeleteAllOf(ctx, o, client.InNamespace(ns)); err != nil {
+			t.Errorf("cannot delete the run's %T objects: %v", o, err)
+		}
+	}
+}
+
+// importName is the name of the i-th pre-existing widget of an import run.
+func importName(i int) string { return fmt.Sprintf("existing-%05d", i) }
+
+// importWidgets creates n widgets directly in the Widget API, as if they
+// existed before Crossplane.
+func importWidgets(t *testing.T, url string, n, workers int) {
+	t.Helper()
+	c, err := widgetapi.New(url, widgetapi.WithToken("bench-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range work {
+				if _, err := c.CreateWidget(context.Background(), widgetapi.CreateWidgetRequest{Name: importName(i), Size: "medium", Region: "us-east-1"}); err != nil {
+					t.Errorf("cannot create widget %s: %v", importName(i), err)
+				}
+			}
+		})
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+}
+
+func sum(m map[string]float64) float64 {
+	t := 0.0
+	for _, v := range m {
+		t += v
+	}
+	return t
 }
 
 // watchReady records when each Widget in ns is first seen Ready=True and
@@ -398,7 +590,11 @@ func apiRequests(t *testing.T, s *server.Server) (map[string]float64, float64) {
 				l[lp.GetName()] = lp.GetValue()
 			}
 			v := m.GetCounter().GetValue()
-			by[l["method"]+" "+l["route"]] += v
+			op := l["route"] // "GET /v1/widgets/{name}"
+			if !strings.HasPrefix(op, l["method"]+" ") {
+				op = l["method"] + " " + op
+			}
+			by[op] += v
 			total += v
 		}
 	}

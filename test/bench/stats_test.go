@@ -34,6 +34,15 @@ func medianF(fs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// medianD returns the median of ds.
+func medianD(ds []time.Duration) time.Duration {
+	fs := make([]float64, len(ds))
+	for i, d := range ds {
+		fs[i] = float64(d)
+	}
+	return time.Duration(medianF(fs))
+}
+
 // us formats d in microseconds.
 func us(d time.Duration) string {
 	return fmt.Sprintf("%.0f us", float64(d)/float64(time.Microsecond))

@@ -17,6 +17,9 @@ import (
 // idempotent: every reconcile makes one.
 type Follower interface {
 	Follow(c *Connection, kind, widget string, key types.NamespacedName)
+	// Seen records the widget version key has just read or written, so
+	// the feed's echo of that version does not requeue it.
+	Seen(c *Connection, kind, widget string, key types.NamespacedName, generation int64, state widgetapi.State)
 }
 
 // A Delayer asks the controller not to retry a request sooner than d.
@@ -37,9 +40,11 @@ type Gate struct {
 // A Session is one reconcile's connection.
 type Session struct {
 	*Connection
-	gate  *Gate
-	req   reconcile.Request
-	delay Delayer
+	gate   *Gate
+	req    reconcile.Request
+	delay  Delayer
+	kind   string
+	widget string
 }
 
 // Connect resolves mg's connection. It fails without calling the API while
@@ -66,7 +71,7 @@ func (g *Gate) Connect(ctx context.Context, mg resource.Managed, delay Delayer, 
 	if g.Feeds != nil {
 		g.Feeds.Follow(c, kind, widget, req.NamespacedName)
 	}
-	return &Session{Connection: c, gate: g, req: req, delay: delay}, nil
+	return &Session{Connection: c, gate: g, req: req, delay: delay, kind: kind, widget: widget}, nil
 }
 
 // maxWait is the longest a reconcile waits in Connect for the rate limit;
@@ -82,6 +87,15 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// Seen tells the change feed which version of the session's widget this
+// reconcile has read or written (w as the API returned it).
+func (s *Session) Seen(w *widgetapi.Widget) {
+	if s.gate.Feeds == nil || w == nil || w.Name != s.widget {
+		return
+	}
+	s.gate.Feeds.Seen(s.Connection, s.kind, s.widget, s.req.NamespacedName, w.Generation, w.State)
 }
 
 // Check inspects an API error: a 429 throttles the connection and delays

@@ -40,6 +40,13 @@ func (f *fakeDelayer) After(req reconcile.Request, d time.Duration) {
 // fakeFollower records the change feed follows asked for.
 type fakeFollower struct {
 	follows []follow
+	seen    []seen
+}
+
+type seen struct {
+	Follow     follow
+	Generation int64
+	State      widgetapi.State
 }
 
 type follow struct {
@@ -51,6 +58,10 @@ type follow struct {
 
 func (f *fakeFollower) Follow(c *Connection, kind, widget string, key types.NamespacedName) {
 	f.follows = append(f.follows, follow{Key: c.Key, Kind: kind, Widget: widget, MR: key})
+}
+
+func (f *fakeFollower) Seen(c *Connection, kind, widget string, key types.NamespacedName, generation int64, state widgetapi.State) {
+	f.seen = append(f.seen, seen{Follow: follow{Key: c.Key, Kind: kind, Widget: widget, MR: key}, Generation: generation, State: state})
 }
 
 func TestGateConnect(t *testing.T) {
@@ -259,6 +270,59 @@ func TestSessionCheck(t *testing.T) {
 			}
 			if len(again.after) != 1 || again.after[0].D < tc.want.delay*9/10 {
 				t.Errorf("%s\nConnect(...) after a 429: want a delay of at least %s, got %v", tc.reason, tc.want.delay, again.after)
+			}
+		})
+	}
+}
+
+// TestSessionSeen checks that a session reports the versions of its own
+// widget that it read or wrote to the change feed, and nothing else.
+func TestSessionSeen(t *testing.T) {
+	env := apitest.Start(t)
+	ref := &xpv2.ProviderConfigReference{Kind: nsv1alpha1.ProviderConfigKind, Name: testPC}
+	resolver := NewResolver(newFakeKube(nsPC(env.URL), tokenSecret(testNamespace, apitest.TokenA)))
+	mr := types.NamespacedName{Namespace: testNamespace, Name: "web"}
+
+	cases := map[string]struct {
+		reason  string
+		noFeeds bool
+		seen    []*widgetapi.Widget
+		want    []seen
+	}{
+		"OwnWidget": {
+			reason: "What the API returned for the session's widget is recorded.",
+			seen:   []*widgetapi.Widget{{Name: "web-widget", Generation: 3, State: widgetapi.StateReady}},
+			want:   []seen{{Follow: follow{Kind: "Widget.kind", Widget: "web-widget", MR: mr}, Generation: 3, State: widgetapi.StateReady}},
+		},
+		"OtherWidgetOrNothing": {
+			reason: "Another widget's version, or none, is not recorded.",
+			seen:   []*widgetapi.Widget{{Name: "other", Generation: 3}, nil},
+		},
+		"NoFeeds": {
+			reason:  "Without a change feed there is nothing to tell.",
+			noFeeds: true,
+			seen:    []*widgetapi.Widget{{Name: "web-widget", Generation: 3}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			feeds := &fakeFollower{}
+			g := &Gate{Resolver: resolver, Throttle: NewThrottle(), Feeds: feeds}
+			if tc.noFeeds {
+				g.Feeds = nil
+			}
+			s, err := g.Connect(t.Context(), nsMR(ref), &fakeDelayer{}, "Widget.kind", "web-widget")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.seen {
+				s.Seen(w)
+			}
+			for i := range tc.want {
+				tc.want[i].Follow.Key = s.Key
+			}
+			if diff := cmp.Diff(tc.want, feeds.seen, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nseen: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

@@ -51,7 +51,30 @@ type follower struct {
 	cancel   context.CancelFunc
 	lastUsed time.Time
 	endpoint string
-	watchers map[string]map[watcher]struct{}
+	watchers map[string]map[watcher]version
+}
+
+// version is what a watcher last saw of its widget: its generation and
+// state. A change feed entry for that version, or an older one, needs no
+// reconcile (it is typically the echo of the watcher's own write). The zero
+// version is unknown: every change is queued.
+type version struct {
+	generation int64
+	state      widgetapi.State
+}
+
+// covers reports whether a watcher that saw v has already seen the widget
+// as it was after change ch.
+func (v version) covers(ch *widgetapi.Change) bool {
+	if v.generation == 0 || ch == nil {
+		return false
+	}
+	switch ch.Type {
+	case widgetapi.ChangeWidgetCreated, widgetapi.ChangeWidgetUpdated, widgetapi.ChangeWidgetState:
+	default:
+		return false // deletions and key changes always matter
+	}
+	return v.generation > ch.Generation || v.generation == ch.Generation && v.state == ch.State
 }
 
 // An Option configures a Manager.
@@ -137,22 +160,46 @@ func (m *Manager) Follow(c *clients.Connection, kind, widget string, key types.N
 	}
 	ws, ok := f.watchers[widget]
 	if !ok {
-		ws = map[watcher]struct{}{}
+		ws = map[watcher]version{}
 		f.watchers[widget] = ws
 	}
-	ws[watcher{kind: kind, key: key}] = struct{}{}
+	w := watcher{kind: kind, key: key}
+	if _, ok := ws[w]; !ok {
+		ws[w] = version{}
+	}
+}
+
+// Seen records that the managed resource key of kind has just read or
+// written widget at generation in state, so that change feed entries for
+// that version (the echo of its own create or update) do not requeue it.
+// Call it only after Follow, with what the API returned.
+func (m *Manager) Seen(c *clients.Connection, kind, widget string, key types.NamespacedName, generation int64, state widgetapi.State) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f, ok := m.followers[c.Key]
+	if !ok {
+		return
+	}
+	ws, ok := f.watchers[widget]
+	if !ok {
+		return
+	}
+	w := watcher{kind: kind, key: key}
+	if _, ok := ws[w]; ok {
+		ws[w] = version{generation: generation, state: state}
+	}
 }
 
 // start starts following c. The caller holds m.mu.
 func (m *Manager) start(c *clients.Connection) *follower {
 	ctx, cancel := context.WithCancel(m.ctx)
-	f := &follower{cancel: cancel, endpoint: c.Endpoint, watchers: map[string]map[watcher]struct{}{}}
+	f := &follower{cancel: cancel, endpoint: c.Endpoint, watchers: map[string]map[watcher]version{}}
 	fl := c.Client.NewFollower(func(ctx context.Context, ch widgetapi.Change) {
 		m.metrics.FeedChanges.WithLabelValues(string(ch.Type)).Inc()
-		m.enqueue(ctx, f, ch.Widget)
+		m.enqueue(ctx, f, &ch)
 	})
 	fl.Wait = m.wait
-	fl.OnResync = func(ctx context.Context) { m.enqueue(ctx, f, "") }
+	fl.OnResync = func(ctx context.Context) { m.enqueue(ctx, f, nil) }
 	fl.OnError = func(err error, retryIn time.Duration) {
 		m.log.Debug("Cannot read the Widget API change feed; retrying", "endpoint", c.Endpoint, "error", err.Error(), "retry-in", retryIn.String())
 	}
@@ -163,25 +210,32 @@ func (m *Manager) start(c *clients.Connection) *follower {
 	return f
 }
 
-// enqueue queues every resource watching widget ("" for all of f's).
-func (m *Manager) enqueue(ctx context.Context, f *follower, widget string) {
+// enqueue queues every resource watching ch's widget (nil: all of f's)
+// that has not already seen the widget as it was after ch.
+func (m *Manager) enqueue(ctx context.Context, f *follower, ch *widgetapi.Change) {
 	type send struct {
 		ch  chan event.GenericEvent
 		key types.NamespacedName
 	}
 	m.mu.Lock()
 	var todo []send
+	skipped := 0
 	for w, ws := range f.watchers {
-		if widget != "" && w != widget {
+		if ch != nil && w != ch.Widget {
 			continue
 		}
-		for x := range ws {
-			if ch, ok := m.sources[x.kind]; ok {
-				todo = append(todo, send{ch: ch, key: x.key})
+		for x, v := range ws {
+			if v.covers(ch) {
+				skipped++
+				continue
+			}
+			if src, ok := m.sources[x.kind]; ok {
+				todo = append(todo, send{ch: src, key: x.key})
 			}
 		}
 	}
 	m.mu.Unlock()
+	m.metrics.FeedSkips.Add(float64(skipped))
 	// Send without the lock: a full channel must not block Follow.
 	for _, x := range todo {
 		obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: x.key.Namespace, Name: x.key.Name}}

@@ -323,7 +323,7 @@ func TestFollow(t *testing.T) {
 		state         func(t *testing.T, m *Manager)
 		widget        string
 		wantFollowers int
-		wantWatchers  map[string]map[watcher]struct{}
+		wantWatchers  map[string]map[watcher]version
 	}{
 		"BeforeStart": {
 			reason: "Follow before Start does nothing: only the leader follows feeds.",
@@ -347,13 +347,13 @@ func TestFollow(t *testing.T) {
 			state:         start,
 			widget:        "w1",
 			wantFollowers: 1,
-			wantWatchers:  map[string]map[watcher]struct{}{"w1": {{kind: kindWidget, key: mrA}: {}}},
+			wantWatchers:  map[string]map[watcher]version{"w1": {{kind: kindWidget, key: mrA}: {}}},
 		},
 		"NoWidgetYet": {
 			reason:        "A resource whose widget name is not known yet keeps the connection followed but watches nothing.",
 			state:         start,
 			wantFollowers: 1,
-			wantWatchers:  map[string]map[watcher]struct{}{},
+			wantWatchers:  map[string]map[watcher]version{},
 		},
 	}
 	for name, tc := range cases {
@@ -370,7 +370,7 @@ func TestFollow(t *testing.T) {
 			if tc.wantFollowers == 0 {
 				return
 			}
-			if diff := cmp.Diff(tc.wantWatchers, m.followers[conn.Key].watchers, cmp.AllowUnexported(watcher{})); diff != "" {
+			if diff := cmp.Diff(tc.wantWatchers, m.followers[conn.Key].watchers, cmp.AllowUnexported(watcher{}, version{})); diff != "" {
 				t.Errorf("%s\nwatchers: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
@@ -526,4 +526,126 @@ func TestSourceWhileFollowing(t *testing.T) {
 	}
 	close(stop)
 	<-done
+}
+
+func TestVersionCovers(t *testing.T) {
+	ready, prov := widgetapi.StateReady, widgetapi.StateProvisioning
+	cases := map[string]struct {
+		reason string
+		seen   version
+		change *widgetapi.Change
+		want   bool
+	}{
+		"Unknown": {
+			reason: "A watcher that has seen nothing yet is queued for every change.",
+			change: &widgetapi.Change{Type: widgetapi.ChangeWidgetCreated, Generation: 1, State: prov},
+		},
+		"Resync": {
+			reason: "A resync (no change) queues everyone.",
+			seen:   version{generation: 3, state: ready},
+		},
+		"OwnCreate": {
+			reason: "The echo of the watcher's own create is skipped.",
+			seen:   version{generation: 1, state: prov},
+			change: &widgetapi.Change{Type: widgetapi.ChangeWidgetCreated, Generation: 1, State: prov},
+			want:   true,
+		},
+		"OwnUpdate": {
+			reason: "The echo of the watcher's own update is skipped.",
+			seen:   version{generation: 5, state: ready},
+			change: &widgetapi.Change{Type: widgetapi.ChangeWidgetUpdated, Generation: 5, State: ready},
+			want:   true,
+		},
+		"Older": {
+			reason: "A change older than what the watcher read is skipped.",
+			seen:   version{generation: 5, state: ready},
+			change: &widgetapi.Change{Type: widgetapi.ChangeWidgetUpdated, Generation: 4, State: ready},
+			want:   true,
+		},
+		"NewerGeneration": {
+			reason: "An out-of-band update (a generation the watcher has not seen) is queued.",
+			seen:   version{generation: 5, state: ready},
+			change: &widgetapi.Change{Type: widgetapi.ChangeWidgetUpdated, Generation: 6, State: ready},
+		},
+		"NewState": {
+			reason: "A state change at the generation the watcher saw (Provisioning to Ready) is queued.",
+			seen:   version{generation: 1, state: prov},
+			change: &widgetapi.Change{Type: widgetapi.ChangeWidgetState, Generation: 1, State: ready},
+		},
+		"Deleted": {
+			reason: "A deletion is always queued, whatever the watcher saw.",
+			seen:   version{generation: 5, state: ready},
+			change: &widgetapi.Change{Type: widgetapi.ChangeWidgetDeleted, Generation: 5},
+		},
+		"KeyChange": {
+			reason: "Key changes are always queued: the version says nothing about keys.",
+			seen:   version{generation: 5, state: ready},
+			change: &widgetapi.Change{Type: widgetapi.ChangeKeyCreated, Generation: 5, State: ready},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.seen.covers(tc.change); got != tc.want {
+				t.Errorf("%s\ncovers: want %t, got %t", tc.reason, tc.want, got)
+			}
+		})
+	}
+}
+
+// TestSeen checks that a resource that has already read or written a
+// widget's version is not queued for that version's change, while other
+// resources, other kinds and newer versions still are.
+func TestSeen(t *testing.T) {
+	env := apitest.Start(t, apitest.WithOptions(stable))
+	api := env.Client(t, apitest.TokenA)
+	create(t, api, "w1", "w2", "w3")
+	fs := newFeedServer(t, env, true)
+
+	met := metrics.New()
+	m := NewManager(logging.NewNopLogger(), met, WithWait(time.Second))
+	widgets, keys := channel(m, kindWidget), channel(m, kindKey)
+	start(t, m)
+	conn := connection(t, fs.url, "conn-a")
+	m.Follow(conn, kindWidget, "w1", mrA)
+	m.Follow(conn, kindKey, "w1", keyA)
+	m.Follow(conn, kindWidget, "w2", mrB)
+	m.Follow(conn, kindWidget, "w3", mrC)
+	fs.waitPolled(t)
+
+	// mrA updates w1 itself and records what the API returned; w2 is
+	// changed by someone else.
+	desc := "mine"
+	w, err := api.PatchWidget(t.Context(), "w1", widgetapi.PatchWidgetRequest{Description: &desc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Seen(conn, kindWidget, "w1", mrA, w.Generation, w.State)
+	m.Seen(conn, kindWidget, "unwatched", mrA, 9, w.State)                     // no watcher: ignored
+	m.Seen(connection(t, fs.url, "conn-b"), kindWidget, "w1", mrA, 9, w.State) // no follower: ignored
+	describe(t, api, "w2", "theirs")
+	fs.release()
+
+	if got := receive(t, widgets); got != mrB {
+		t.Fatalf("first Widget request queued: want %v, got %v", mrB, got)
+	}
+	if got := receive(t, keys); got != keyA {
+		t.Fatalf("WidgetKey request queued: want %v, got %v", keyA, got)
+	}
+	describe(t, api, "w3", "sentinel")
+	if got := receive(t, widgets); got != mrC {
+		t.Fatalf("after the sentinel: want %v, got %v (mrA must not be queued for its own update)", mrC, got)
+	}
+	if got := append(drain(widgets), drain(keys)...); len(got) != 0 {
+		t.Errorf("unexpected requests queued: %v", got)
+	}
+	if got := counter(t, met.FeedSkips); got != 1 {
+		t.Errorf("feed skips counted: want 1, got %v", got)
+	}
+
+	// A change mrA has not seen (someone else's, a newer generation) is
+	// queued again.
+	describe(t, api, "w1", "theirs")
+	if got := receive(t, widgets); got != mrA {
+		t.Errorf("after an out-of-band change: want %v, got %v", mrA, got)
+	}
 }

@@ -27,6 +27,9 @@ type Metrics struct {
 	// FeedEnqueues counts managed resources queued for reconciliation
 	// because the change feed reported a change to them.
 	FeedEnqueues prometheus.Counter
+	// FeedSkips counts managed resources not queued for a change because
+	// they had already seen the widget at that version (their own write).
+	FeedSkips prometheus.Counter
 }
 
 // New returns unregistered metrics.
@@ -53,12 +56,16 @@ func New() *Metrics {
 			Name: "widget_feed_enqueues_total",
 			Help: "Managed resources queued for reconciliation by the change feed.",
 		}),
+		FeedSkips: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "widget_feed_skips_total",
+			Help: "Managed resources not queued for a change feed entry because they had already seen that version of the widget (typically their own write).",
+		}),
 	}
 }
 
 // Register registers every metric with r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.APIRequests, m.APILatency, m.Updates, m.FeedChanges, m.FeedEnqueues} {
+	for _, c := range []prometheus.Collector{m.APIRequests, m.APILatency, m.Updates, m.FeedChanges, m.FeedEnqueues, m.FeedSkips} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

@@ -98,10 +98,11 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(copts).
-		// Status-only updates (our own) do not need another reconcile.
+		// Status-only updates, and the annotations the reconciler writes
+		// while creating, are our own and need no other reconcile.
 		For(newObj(), builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{},
-			predicate.AnnotationChangedPredicate{},
+			ForeignAnnotationChanged{},
 			predicate.LabelChangedPredicate{})))
 	if d.Feed != nil {
 		b = b.WatchesRawSource(d.Feed.Source(gvk.GroupKind().String()))

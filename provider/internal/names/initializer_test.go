@@ -6,10 +6,12 @@ import (
 	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -20,10 +22,17 @@ func withAnnotations(mg resource.Managed, a map[string]string) resource.Managed 
 	return mg
 }
 
+func deleting(mg resource.Managed) resource.Managed {
+	now := metav1.Now()
+	mg.SetDeletionTimestamp(&now)
+	return mg
+}
+
 func TestInitialize(t *testing.T) {
 	type want struct {
 		err         error
 		annotations map[string]string
+		finalizers  []string
 		updates     int
 	}
 	cases := map[string]struct {
@@ -37,6 +46,7 @@ func TestInitialize(t *testing.T) {
 			mg:     nsWidget("team-a", "web"),
 			want: want{
 				annotations: map[string]string{meta.AnnotationKeyExternalName: "team-a-web-a6d68893", AnnotationDefaultExternalName: "team-a-web-a6d68893"},
+				finalizers:  []string{managed.FinalizerName},
 				updates:     1,
 			},
 		},
@@ -45,6 +55,7 @@ func TestInitialize(t *testing.T) {
 			mg:     clWidget("web"),
 			want: want{
 				annotations: map[string]string{meta.AnnotationKeyExternalName: "web", AnnotationDefaultExternalName: "web"},
+				finalizers:  []string{managed.FinalizerName},
 				updates:     1,
 			},
 		},
@@ -58,6 +69,14 @@ func TestInitialize(t *testing.T) {
 			mg:     withAnnotations(nsWidget("team-a", "web"), map[string]string{meta.AnnotationKeyExternalName: "team-a-web-a6d68893", AnnotationDefaultExternalName: "team-a-web-a6d68893"}),
 			want:   want{annotations: map[string]string{meta.AnnotationKeyExternalName: "team-a-web-a6d68893", AnnotationDefaultExternalName: "team-a-web-a6d68893"}},
 		},
+		"Deleting": {
+			reason: "A resource deleted before it got a name still gets one, but no finalizer: the API server refuses new finalizers on a deleting object.",
+			mg:     deleting(nsWidget("team-a", "web")),
+			want: want{
+				annotations: map[string]string{meta.AnnotationKeyExternalName: "team-a-web-a6d68893", AnnotationDefaultExternalName: "team-a-web-a6d68893"},
+				updates:     1,
+			},
+		},
 		"UpdateFails": {
 			reason: "A default name that cannot be saved is an error, so nothing is created under an unrecorded name.",
 			mg:     nsWidget("team-a", "web"),
@@ -65,6 +84,7 @@ func TestInitialize(t *testing.T) {
 			want: want{
 				err:         errBoom,
 				annotations: map[string]string{meta.AnnotationKeyExternalName: "team-a-web-a6d68893", AnnotationDefaultExternalName: "team-a-web-a6d68893"},
+				finalizers:  []string{managed.FinalizerName},
 				updates:     1,
 			},
 		},
@@ -76,6 +96,9 @@ func TestInitialize(t *testing.T) {
 				updates++
 				if diff := cmp.Diff(tc.want.annotations, obj.GetAnnotations()); diff != "" {
 					t.Errorf("%s\nannotations saved: -want, +got:\n%s", tc.reason, diff)
+				}
+				if diff := cmp.Diff(tc.want.finalizers, obj.GetFinalizers()); diff != "" {
+					t.Errorf("%s\nfinalizers saved: -want, +got:\n%s", tc.reason, diff)
 				}
 				return tc.update
 			}}

@@ -4,13 +4,19 @@
 package config
 
 import (
+	"context"
+	"time"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	xpevent "github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/providerconfig"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
@@ -23,34 +29,38 @@ import (
 func Setup(mgr ctrl.Manager, o controller.Options) error {
 	for _, k := range []struct {
 		name  string
+		kind  string // of the ProviderConfig, as usages reference it
 		kinds resource.ProviderConfigKinds
 		pc    client.Object
 		usage client.Object
 	}{
 		{
 			name:  providerconfig.ControllerName(nsv1alpha1.ProviderConfigGroupKind),
+			kind:  nsv1alpha1.ProviderConfigKind,
 			kinds: resource.ProviderConfigKinds{Config: nsv1alpha1.ProviderConfigGroupVersionKind, Usage: nsv1alpha1.ProviderConfigUsageGroupVersionKind, UsageList: nsv1alpha1.ProviderConfigUsageListGroupVersionKind},
 			pc:    &nsv1alpha1.ProviderConfig{}, usage: &nsv1alpha1.ProviderConfigUsage{},
 		},
 		{
 			name:  providerconfig.ControllerName(nsv1alpha1.ClusterProviderConfigGroupKind),
+			kind:  nsv1alpha1.ClusterProviderConfigKind,
 			kinds: resource.ProviderConfigKinds{Config: nsv1alpha1.ClusterProviderConfigGroupVersionKind, Usage: nsv1alpha1.ProviderConfigUsageGroupVersionKind, UsageList: nsv1alpha1.ProviderConfigUsageListGroupVersionKind},
 			pc:    &nsv1alpha1.ClusterProviderConfig{}, usage: &nsv1alpha1.ProviderConfigUsage{},
 		},
 		{
 			name:  providerconfig.ControllerName(clusterv1alpha1.ProviderConfigGroupKind),
+			kind:  clusterv1alpha1.ProviderConfigKind,
 			kinds: resource.ProviderConfigKinds{Config: clusterv1alpha1.ProviderConfigGroupVersionKind, Usage: clusterv1alpha1.ProviderConfigUsageGroupVersionKind, UsageList: clusterv1alpha1.ProviderConfigUsageListGroupVersionKind},
 			pc:    &clusterv1alpha1.ProviderConfig{}, usage: &clusterv1alpha1.ProviderConfigUsage{},
 		},
 	} {
 		r := providerconfig.NewReconciler(mgr, k.kinds,
 			providerconfig.WithLogger(o.Logger.WithValues("controller", k.name)),
-			providerconfig.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(k.name))))
+			providerconfig.WithRecorder(xpevent.NewAPIRecorder(mgr.GetEventRecorderFor(k.name))))
 		err := ctrl.NewControllerManagedBy(mgr).
 			Named(k.name).
 			WithOptions(o.ForControllerRuntime()).
 			For(k.pc).
-			Watches(k.usage, &resource.EnqueueRequestForProviderConfig{}).
+			Watches(k.usage, Debounce(&resource.EnqueueRequestForProviderConfig{Kind: k.kind}, UsageDebounce)).
 			Complete(ratelimiter.NewReconciler(k.name, r, o.GlobalRateLimiter))
 		if err != nil {
 			return err
@@ -58,3 +68,49 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 	}
 	return nil
 }
+
+// UsageDebounce is how long a ProviderConfig waits after a usage changes
+// before it recounts its users. Creating N managed resources creates N
+// usages; without the wait each one would cost a ProviderConfig reconcile
+// (and a status write), taken from the same global reconcile budget that
+// the managed resources need. With it, a burst costs one recount per
+// UsageDebounce.
+const UsageDebounce = time.Second
+
+// Debounce wraps h so that the requests it enqueues wait d in the queue. A
+// request that is already waiting keeps its earlier time, so every event in
+// a burst becomes one reconcile.
+func Debounce(h handler.EventHandler, d time.Duration) handler.EventHandler {
+	return debounced{h: h, d: d}
+}
+
+type debounced struct {
+	h handler.EventHandler
+	d time.Duration
+}
+
+var _ handler.EventHandler = debounced{}
+
+func (e debounced) Create(ctx context.Context, evt event.CreateEvent, q resource.RateLimitingInterface) {
+	e.h.Create(ctx, evt, delayed{q, e.d})
+}
+
+func (e debounced) Update(ctx context.Context, evt event.UpdateEvent, q resource.RateLimitingInterface) {
+	e.h.Update(ctx, evt, delayed{q, e.d})
+}
+
+func (e debounced) Delete(ctx context.Context, evt event.DeleteEvent, q resource.RateLimitingInterface) {
+	e.h.Delete(ctx, evt, delayed{q, e.d})
+}
+
+func (e debounced) Generic(ctx context.Context, evt event.GenericEvent, q resource.RateLimitingInterface) {
+	e.h.Generic(ctx, evt, delayed{q, e.d})
+}
+
+// delayed turns a queue's Add into AddAfter.
+type delayed struct {
+	resource.RateLimitingInterface
+	d time.Duration
+}
+
+func (q delayed) Add(r reconcile.Request) { q.AddAfter(r, q.d) }

@@ -23,6 +23,7 @@ import (
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
 	"github.com/widgetco/crossplane-widget/provider/internal/clients"
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
+	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 )
 
@@ -63,6 +64,9 @@ type followed struct {
 
 func (f *fakeFollower) Follow(_ *clients.Connection, kind, widget string, key types.NamespacedName) {
 	f.follows = append(f.follows, followed{Kind: kind, Widget: widget, MR: key})
+}
+
+func (f *fakeFollower) Seen(*clients.Connection, string, string, types.NamespacedName, int64, widgetapi.State) {
 }
 
 func TestConnect(t *testing.T) {

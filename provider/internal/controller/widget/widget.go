@@ -60,13 +60,14 @@ func (c *connector[T]) Connect(ctx context.Context, mg T) (managed.TypedExternal
 	if err != nil {
 		return nil, err
 	}
-	return &external[T]{api: s.Client, check: s.Check, record: c.record, metrics: c.metrics, kind: c.kind}, nil
+	return &external[T]{api: s.Client, check: s.Check, seen: s.Seen, record: c.record, metrics: c.metrics, kind: c.kind}, nil
 }
 
 // external manages one Widget's widget.
 type external[T commonv1alpha1.WidgetResource] struct {
 	api     API
 	check   func(error) error
+	seen    func(*widgetapi.Widget) // tells the change feed what we read or wrote
 	record  event.Recorder
 	metrics *metrics.Metrics
 	kind    string
@@ -74,6 +75,14 @@ type external[T commonv1alpha1.WidgetResource] struct {
 	// adopting is set by Observe when the widget is not yet marked as ours
 	// and not one we managed before, so Update reports an adoption.
 	adopting bool
+}
+
+// saw tells the change feed which version of the widget this reconcile
+// read or wrote.
+func (e *external[T]) saw(w *widgetapi.Widget) {
+	if e.seen != nil {
+		e.seen(w)
+	}
 }
 
 // Observe reads the widget, takes ownership decisions, late-initializes the
@@ -94,6 +103,7 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(e.check(err), "cannot get widget")
 	}
+	e.saw(w)
 
 	me := names.Owner(mg)
 	owner := w.Labels[names.OwnerLabel]
@@ -155,6 +165,7 @@ func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreatio
 	if err != nil {
 		return managed.ExternalCreation{}, errors.Wrap(e.check(err), "cannot create widget")
 	}
+	e.saw(w)
 	mg.SetWidgetObservation(observation(w))
 	mg.SetConditions(readiness(w, false))
 	return managed.ExternalCreation{}, nil
@@ -181,6 +192,7 @@ func (e *external[T]) Update(ctx context.Context, mg T) (managed.ExternalUpdate,
 	if err != nil {
 		return managed.ExternalUpdate{}, errors.Wrap(e.check(err), "cannot update widget")
 	}
+	e.saw(w)
 	mg.SetWidgetObservation(observation(w))
 	mg.SetConditions(readiness(w, false))
 

@@ -1114,3 +1114,32 @@ func TestDisconnect(t *testing.T) {
 		t.Errorf("Disconnect(...): want nil, got %v", err)
 	}
 }
+
+// TestSaw checks that Observe, Create and Update tell the change feed the
+// version of the widget the API returned, so that the feed's echo of the
+// provider's own writes does not cost another reconcile.
+func TestSaw(t *testing.T) {
+	env := apitest.Start(t, apitest.WithOptions(func(o *server.Options) { o.ProvisionDelay = time.Hour }))
+	var got []int64
+	e := &external[*nsv1alpha1.Widget]{
+		api: env.Client(t, apitest.TokenA), check: func(err error) error { return err },
+		seen:   func(w *widgetapi.Widget) { got = append(got, w.Generation) },
+		record: &fakeRecorder{}, metrics: metrics.New(), kind: "Widget",
+	}
+	mg := newNamespaced()
+	explicitName("saw")(mg)
+	mg.Spec.ForProvider.Size = ptr.To("small")
+	if _, err := e.Create(t.Context(), mg); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if _, err := e.Observe(t.Context(), mg); err != nil {
+		t.Fatalf("Observe: %v", err)
+	}
+	mg.Spec.ForProvider.Size = ptr.To("large")
+	if _, err := e.Update(t.Context(), mg); err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	if diff := cmp.Diff([]int64{1, 1, 2}, got); diff != "" {
+		t.Errorf("generations seen by Create, Observe, Update: -want, +got:\n%s", diff)
+	}
+}

@@ -822,6 +822,9 @@ func (f *fakeFollower) Follow(_ *clients.Connection, _, widget string, _ types.N
 	f.widgets = append(f.widgets, widget)
 }
 
+func (f *fakeFollower) Seen(*clients.Connection, string, string, types.NamespacedName, int64, widgetapi.State) {
+}
+
 // TestConnect checks that a key connects through its ProviderConfig and
 // follows the changes of its widget (not of a widget named like the key).
 func TestConnect(t *testing.T) {
