@@ -52,7 +52,7 @@ type cli struct {
 
 	PollInterval     time.Duration `default:"10m" help:"How often each managed resource is checked for drift when nothing else triggers a reconcile. The change feed repairs out-of-band changes within seconds; polling is the safety net."`
 	PollJitter       time.Duration `default:"0s" help:"Random spread added to each poll, up to this much either way (0: a tenth of the poll interval)."`
-	MaxReconcileRate int           `default:"10" env:"MAX_RECONCILE_RATE" help:"Most reconciles per second, across all controllers. Also the number of concurrent reconciles per controller."`
+	MaxReconcileRate int           `default:"50" env:"MAX_RECONCILE_RATE" help:"Most reconciles per second, across all controllers. Also the number of concurrent reconciles per controller. The Widget API is protected separately (the provider backs off on 429s); this bounds the provider's own CPU and kube-apiserver load."`
 	SyncInterval     time.Duration `default:"1h" help:"How often the informer cache is fully resynced."`
 
 	ChangeFeed bool          `default:"true" negatable:"" help:"Follow the Widget API change feed to repair out-of-band changes within seconds (--no-change-feed relies on polling only)."`

@@ -5,14 +5,26 @@
 //	eval "$(bash hack/tools.sh env)"
 //	WIDGET_BENCH=1 go test -count=1 -timeout 30m -run TestBenchmarks -v ./test/bench/
 //
-// Environment: WIDGET_BENCH_N (Widgets in the provider run, default 200),
-// WIDGET_BENCH_RUNS (repeats of the provider run, default 1),
-// WIDGET_BENCH_CALLS (gRPC calls per function and scenario, default 2000),
+// Environment: WIDGET_BENCH_N (Widgets in each provider creation run, default 1000),
+// WIDGET_BENCH_PROVIDER_RUNS (repeats of the provider creation run with
+// the default flags, default 3), WIDGET_BENCH_SWEEP (the provider flag sets
+// to compare, ';'-separated, default ";--max-reconcile-rate=10;--max-reconcile-rate=100"),
+// WIDGET_BENCH_STEADY_N and WIDGET_BENCH_STEADY_POLL_SECONDS (Widgets and
+// poll interval of the steady-state run, default 200 and 20),
+// WIDGET_BENCH_IMPORT_N (Widgets of the Observe-only import, default 10000),
+// WIDGET_BENCH_RUNS (repeats of the drift section, default 1),
+// WIDGET_BENCH_CALLS (gRPC calls per function, scenario and round, default 1000),
 // WIDGET_BENCH_PROVIDER_ARGS (extra provider flags, space separated),
 // WIDGET_BENCH_DRIFT_N (Widgets and out-of-band changes per phase in the
 // drift section, default 100), WIDGET_BENCH_DRIFT_POLL_SECONDS (its
 // polling-only poll interval and the span its changes are spread over,
-// default 30; WIDGET_BENCH_RUNS repeats it too),
+// default 30),
+// WIDGET_BENCH_E2E_N (claims in the end-to-end section, default 100),
+// WIDGET_BENCH_E2E_RUNS (its repeats, each on a fresh control plane,
+// default 1), WIDGET_BENCH_E2E_STEADY_SECONDS (its steady-state window
+// after all claims are Ready, default 60), WIDGET_BENCH_E2E_CORE_ARGS and
+// WIDGET_BENCH_E2E_PROVIDER_ARGS (extra flags for Crossplane core and
+// provider-widget there, space separated),
 // WIDGET_BENCH_ONLY (comma-separated sections to run; the document then
 // goes to _output/bench/ unless WIDGET_BENCH_OUT is set),
 // WIDGET_BENCH_LOGS (a directory that keeps the provider logs),

@@ -63,7 +63,7 @@ func functionSection(t *testing.T, b *bench) string {
 	ours := startFunction(t, "function-widget", fnBin, "--metrics-address=")
 	fpt := startFunction(t, "function-patch-and-transform", fptBin)
 	far := startFunction(t, "function-auto-ready", farBin)
-	calls := envInt("WIDGET_BENCH_CALLS", 2000)
+	calls := envInt("WIDGET_BENCH_CALLS", 1000)
 	grpcRes := make([]grpcResult, 0, 3)
 	for _, sc := range []struct {
 		name  string

@@ -5,16 +5,20 @@
 package mrsetup
 
 import (
+	"math/rand/v2"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -43,6 +47,26 @@ type Deps struct {
 	Feed FeedSource
 	// PollJitter spreads polls by up to this much either way.
 	PollJitter time.Duration
+}
+
+// TransitionPoll is the longest a resource that is not Ready waits for its
+// next poll. A widget being provisioned or resized becomes Ready by itself;
+// the change feed usually says so at once, but when the feed is off or down
+// the resource would otherwise show Ready=False for a whole poll interval.
+const TransitionPoll = 10 * time.Second
+
+// PollInterval returns a poll interval hook: a resource that is Ready (or
+// being deleted) waits the poll interval, one that is not waits at most
+// TransitionPoll; either is spread by up to jitter either way.
+func PollInterval(jitter time.Duration) func(mg resource.Managed, pollInterval time.Duration) time.Duration {
+	return func(mg resource.Managed, pollInterval time.Duration) time.Duration {
+		j := jitter
+		if mg.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue && !meta.WasDeleted(mg) {
+			pollInterval = min(pollInterval, TransitionPoll)
+			j = min(j, pollInterval/10)
+		}
+		return pollInterval + time.Duration((rand.Float64()-0.5)*2*float64(j)) //nolint:gosec // No need for secure randomness.
+	}
 }
 
 // Env is what Setup hands to the connector it builds.
@@ -77,7 +101,7 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithRecorder(record),
 		managed.WithPollInterval(o.PollInterval),
-		managed.WithPollJitterHook(d.PollJitter),
+		managed.WithPollIntervalHook(PollInterval(d.PollJitter)),
 	}
 	if o.Features != nil && o.Features.Enabled(feature.EnableBetaManagementPolicies) {
 		opts = append(opts, managed.WithManagementPolicies())

@@ -1,0 +1,63 @@
+package mrsetup
+
+import (
+	"testing"
+	"time"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+)
+
+func TestPollInterval(t *testing.T) {
+	ready := widget(nil)
+	ready.SetConditions(xpv2.Available())
+	resizing := widget(nil)
+	resizing.SetConditions(xpv2.Unavailable().WithMessage("resizing"))
+	deleting := widget(nil)
+	deleting.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+	cases := map[string]struct {
+		reason   string
+		mg       *nsv1alpha1.Widget
+		poll     time.Duration
+		jitter   time.Duration
+		min, max time.Duration
+	}{
+		"Ready": {
+			reason: "A Ready resource waits the poll interval, spread by the jitter.",
+			mg:     ready, poll: 10 * time.Minute, jitter: time.Minute,
+			min: 9 * time.Minute, max: 11 * time.Minute,
+		},
+		"NoConditionYet": {
+			reason: "A resource that is not Ready yet is polled again within TransitionPoll, with a tenth of it as jitter at most.",
+			mg:     widget(nil), poll: 10 * time.Minute, jitter: time.Minute,
+			min: TransitionPoll - TransitionPoll/10, max: TransitionPoll + TransitionPoll/10,
+		},
+		"Resizing": {
+			reason: "A widget being resized is polled again within TransitionPoll.",
+			mg:     resizing, poll: 10 * time.Minute, jitter: time.Minute,
+			min: TransitionPoll - TransitionPoll/10, max: TransitionPoll + TransitionPoll/10,
+		},
+		"ShortPollKept": {
+			reason: "A poll interval shorter than TransitionPoll is kept.",
+			mg:     resizing, poll: time.Second,
+			min: time.Second, max: time.Second,
+		},
+		"Deleting": {
+			reason: "A resource being deleted keeps the poll interval (deletion requeues by itself).",
+			mg:     deleting, poll: 10 * time.Minute,
+			min: 10 * time.Minute, max: 10 * time.Minute,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			hook := PollInterval(tc.jitter)
+			for range 100 {
+				if got := hook(tc.mg, tc.poll); got < tc.min || got > tc.max {
+					t.Fatalf("%s\nPollInterval(%s)(...): got %s, want within [%s, %s]", tc.reason, tc.jitter, got, tc.min, tc.max)
+				}
+			}
+		})
+	}
+}

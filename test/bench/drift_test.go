@@ -1,0 +1,718 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	"github.com/widgetco/crossplane-widget/widgetapi"
+	"github.com/widgetco/crossplane-widget/widgetapi/server"
+)
+
+func init() { register(30, "drift", driftSection) }
+
+const (
+	driftToken    = "bench-token" // of project "bench"
+	driftWorkers  = 8             // concurrent clients creating Widgets and sending a burst
+	driftSettle   = 2 * time.Second
+	driftDesired  = widgetapi.SizeMedium
+	driftOutOfBnd = widgetapi.SizeLarge
+)
+
+// driftSection: N out-of-band changes to Widgets' widgets, and how long the
+// provider takes to undo them, with the change feed and with polling only.
+func driftSection(t *testing.T, b *bench) string {
+	n := envInt("WIDGET_BENCH_DRIFT_N", 100)
+	poll := time.Duration(envInt("WIDGET_BENCH_DRIFT_POLL_SECONDS", 30)) * time.Second
+	runs := envInt("WIDGET_BENCH_RUNS", 1)
+	k := b.kube(t)
+	bin := b.build(t, "provider-widget", "./provider")
+	left := removeLeftoverWidgets(t, k)
+	load0 := loadAvg()
+
+	var rs []driftRun
+	for run := range runs {
+		for _, feed := range []bool{true, false} {
+			r := runDrift(t, k, bin, run, n, feed, poll)
+			for _, p := range r.phases {
+				t.Logf("drift run %d, %s, %s: p50 %s, p99 %s, max %s, %d not repaired", run, r.mode(), p.pattern, quantile(p.latency, .5), quantile(p.latency, .99), quantile(p.latency, 1), p.missing)
+			}
+			rs = append(rs, r)
+		}
+	}
+	return driftDoc(t, rs, n, poll, runs, left, load0)
+}
+
+// driftRun is one provider process (one mode) and its phases.
+type driftRun struct {
+	run    int
+	feed   bool
+	args   []string // provider flags after --kubeconfig
+	ready  time.Duration
+	phases []driftPhase
+	wrong  int    // widgets not back to the desired state at the end
+	poll   string // the poll interval the provider logged at start-up
+}
+
+func (r driftRun) mode() string {
+	if r.feed {
+		return "change feed"
+	}
+	return "polling only"
+}
+
+// driftPhase is one batch of N out-of-band changes and their repair.
+type driftPhase struct {
+	pattern string
+	burst   bool
+	latency []time.Duration // change committed to repair committed, per widget
+	missing int             // changes not repaired before the timeout
+	sendFor time.Duration   // sending all changes
+	window  time.Duration   // first change to last repair
+	delta   provSnap        // provider metrics over the window (+ settle)
+	unready int             // Widgets not Ready=True after the settle
+	readyIn time.Duration   // last repair to all Widgets Ready=True again; -1: not within the timeout
+}
+
+// runDrift starts a Widget API server and a provider (feed on or polling
+// only), creates n Widgets, waits until all are Ready, and then makes n
+// out-of-band changes per phase and waits for their repair.
+func runDrift(t *testing.T, k *kubeEnv, bin string, run, n int, feed bool, poll time.Duration) driftRun {
+	t.Helper()
+	ctx := context.Background()
+	r := driftRun{run: run, feed: feed}
+	s, err := server.New(server.Options{DataDir: t.TempDir(), Tokens: map[string]string{driftToken: "bench"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	defer func() { s.Shutdown(); hs.Close(); _ = s.Close() }()
+
+	mode := "poll"
+	var extra []string
+	if feed {
+		mode = "feed"
+	} else {
+		extra = []string{"--no-change-feed", "--poll-interval=" + poll.String()}
+	}
+	ns := fmt.Sprintf("drift-%s-%d", mode, run)
+	setupWidgetProject(t, k, ns, hs.URL, driftToken)
+	p := startProviderProcess(t, k, bin, ns, extra)
+	defer p.stop()
+	r.args, r.poll = p.args, loggedPollInterval(p.log)
+
+	// N Widgets to Ready.
+	readyAt := make(map[string]time.Time, n)
+	var mu sync.Mutex
+	watchCtx, cancelWatch := context.WithCancel(ctx)
+	defer cancelWatch()
+	allReady := make(chan struct{})
+	go watchReady(watchCtx, t, k.kube, ns, n, readyAt, &mu, allReady)
+	t0 := time.Now()
+	createAll(t, k.kube, n, driftWorkers, func(i int) client.Object {
+		w := &nsv1alpha1.Widget{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("w-%05d", i)},
+			Spec: nsv1alpha1.WidgetSpec{ForProvider: commonv1alpha1.WidgetParameters{
+				Size: ptr.To(driftDesired), Labels: map[string]string{"team": "a"},
+			}},
+		}
+		w.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}
+		return w
+	})
+	select {
+	case <-allReady:
+	case <-time.After(time.Duration(n)*200*time.Millisecond + 2*time.Minute + 2*poll):
+		mu.Lock()
+		got := len(readyAt)
+		mu.Unlock()
+		t.Fatalf("only %d of %d Widgets Ready; provider log in %s", got, n, p.log)
+	}
+	r.ready = time.Since(t0)
+	cancelWatch()
+
+	// Which widget each Widget manages.
+	l := &nsv1alpha1.WidgetList{}
+	if err := k.kube.List(ctx, l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	widgets := make([]string, 0, n)
+	for i := range l.Items {
+		if en := meta.GetExternalName(&l.Items[i]); en != "" {
+			widgets = append(widgets, en)
+		}
+	}
+	if len(widgets) != n {
+		t.Fatalf("%d of %d Widgets have an external name", len(widgets), n)
+	}
+	slices.Sort(widgets)
+	time.Sleep(driftSettle) // let the reconciles that follow creation finish
+
+	api, err := widgetapi.New(hs.URL, widgetapi.WithToken(driftToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := followUpdates(ctx, t, api)
+	defer fl.stop()
+
+	phases := []driftPhase{{pattern: fmt.Sprintf("spread over %s", poll)}}
+	if feed {
+		phases = append(phases, driftPhase{pattern: fmt.Sprintf("burst (%d clients)", driftWorkers), burst: true})
+	}
+	timeout := time.Minute
+	if !feed {
+		timeout += poll + poll/10
+	}
+	rng := rand.New(rand.NewPCG(uint64(run), 7))
+	for i := range phases {
+		ph := &phases[i]
+		before := snapProvider(p.metrics)
+		sent, sendFor := sendChanges(t, api, rng.Perm(n), widgets, ph.burst, poll)
+		ph.sendFor = sendFor
+		var first, last time.Time
+		deadline := time.Now().Add(timeout)
+		for {
+			ph.latency, ph.missing, first, last = fl.repairs(sent)
+			if ph.missing == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		ph.window = last.Sub(first)
+		time.Sleep(driftSettle)
+		ph.delta = snapProvider(p.metrics).minus(before)
+		ph.unready = notReady(t, k, ns)
+		ph.readyIn = -1
+		for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if notReady(t, k, ns) == 0 {
+				ph.readyIn = time.Since(last)
+				break
+			}
+		}
+		if ph.missing > 0 {
+			t.Logf("drift %s %s: %d of %d changes not repaired within %s after the last one; provider log in %s", ns, ph.pattern, ph.missing, len(sent), timeout, p.log)
+		}
+	}
+	r.phases = phases
+
+	// Every widget back to what its Widget says?
+	got := map[string]widgetapi.Widget{}
+	for tok := ""; ; {
+		wl, err := api.ListWidgets(ctx, widgetapi.ListWidgetsOptions{Limit: 500, PageToken: tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range wl.Items {
+			got[w.Name] = w
+		}
+		if tok = wl.NextPageToken; tok == "" {
+			break
+		}
+	}
+	for _, name := range widgets {
+		w := got[name]
+		if w.Size != driftDesired || w.Labels["team"] != "a" || w.State != widgetapi.StateReady {
+			r.wrong++
+			t.Logf("drift %s: widget %s is size %q, team %q, state %s at the end", ns, name, w.Size, w.Labels["team"], w.State)
+		}
+	}
+
+	fl.stop()
+	p.stop()
+	cleanup(t, k, ns, driftWorkers)
+	return r
+}
+
+// notReady counts the Widgets in ns that are not Ready=True.
+func notReady(t *testing.T, k *kubeEnv, ns string) int {
+	t.Helper()
+	l := &nsv1alpha1.WidgetList{}
+	if err := k.kube.List(context.Background(), l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	c := 0
+	for i := range l.Items {
+		if l.Items[i].GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue {
+			c++
+		}
+	}
+	return c
+}
+
+// loggedPollInterval returns the poll interval a provider logged at
+// start-up, or "unknown".
+func loggedPollInterval(log string) string {
+	f, err := os.Open(log)
+	if err != nil {
+		return "unknown"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l struct {
+			Msg  string `json:"msg"`
+			Poll string `json:"poll-interval"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "Starting provider-widget" && l.Poll != "" {
+			return l.Poll
+		}
+	}
+	return "unknown"
+}
+
+// sendChanges resizes each widget (in order) from the desired size to
+// another one with the project's token, as someone changing it by hand
+// would: spread evenly over `over`, or all at once from driftWorkers
+// clients. It returns each change's generation and commit time.
+func sendChanges(t *testing.T, api *widgetapi.Client, order []int, widgets []string, burst bool, over time.Duration) (map[string]widgetapi.Widget, time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	sent := make(map[string]widgetapi.Widget, len(order))
+	var mu sync.Mutex
+	change := func(name string) {
+		w, err := api.PatchWidget(ctx, name, widgetapi.PatchWidgetRequest{Size: ptr.To(driftOutOfBnd)})
+		if err != nil {
+			t.Errorf("cannot change widget %s: %v", name, err)
+			return
+		}
+		mu.Lock()
+		sent[name] = *w
+		mu.Unlock()
+	}
+	start := time.Now()
+	if !burst {
+		for i, j := range order {
+			time.Sleep(time.Until(start.Add(time.Duration(i) * over / time.Duration(len(order)))))
+			change(widgets[j])
+		}
+		return sent, time.Since(start)
+	}
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range driftWorkers {
+		wg.Go(func() {
+			for name := range work {
+				change(name)
+			}
+		})
+	}
+	for _, j := range order {
+		work <- widgets[j]
+	}
+	close(work)
+	wg.Wait()
+	return sent, time.Since(start)
+}
+
+// updateLog follows the project's change feed and keeps every
+// widget.updated entry, by widget.
+type updateLog struct {
+	mu      sync.Mutex
+	updates map[string][]widgetapi.Change
+	stop    func()
+}
+
+func followUpdates(ctx context.Context, t *testing.T, api *widgetapi.Client) *updateLog {
+	t.Helper()
+	latest, err := api.Changes(ctx, widgetapi.ChangesOptions{After: widgetapi.FromLatest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &updateLog{updates: map[string][]widgetapi.Change{}}
+	f := api.NewFollower(func(_ context.Context, c widgetapi.Change) {
+		if c.Type != widgetapi.ChangeWidgetUpdated {
+			return
+		}
+		u.mu.Lock()
+		u.updates[c.Widget] = append(u.updates[c.Widget], c)
+		u.mu.Unlock()
+	})
+	f.Wait = 10 * time.Second
+	f.OnResync = func(context.Context) { t.Errorf("the bench's change feed follower lost its position") }
+	fctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); f.Run(fctx, latest.LatestSeq) }()
+	var once sync.Once
+	u.stop = func() { once.Do(func() { cancel(); <-done }) }
+	return u
+}
+
+// repairs returns, for the changes sent, the latency from each change's
+// commit to its repair's commit (the first later widget.updated entry: only
+// the provider writes besides us), how many are not repaired yet, and the
+// first change and the last repair.
+func (u *updateLog) repairs(sent map[string]widgetapi.Widget) ([]time.Duration, int, time.Time, time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	lat := make([]time.Duration, 0, len(sent))
+	missing := 0
+	first, last := time.Time{}, time.Time{}
+	for name, w := range sent {
+		if first.IsZero() || w.UpdatedAt.Before(first) {
+			first = w.UpdatedAt
+		}
+		i := slices.IndexFunc(u.updates[name], func(c widgetapi.Change) bool { return c.Generation > w.Generation })
+		if i < 0 {
+			missing++
+			continue
+		}
+		at := u.updates[name][i].Time
+		lat = append(lat, at.Sub(w.UpdatedAt))
+		if at.After(last) {
+			last = at
+		}
+	}
+	return lat, missing, first, last
+}
+
+// provSnap is a reading of the provider's counters.
+type provSnap struct {
+	reconciles, errors, kube, api, drift, enqueues, skips float64
+	ops                                                   map[string]float64 // Widget API requests by operation
+}
+
+func snapProvider(addr string) provSnap {
+	s := provSnap{ops: map[string]float64{}}
+	for _, x := range promSamples(addr, "controller_runtime_reconcile_total") {
+		s.reconciles += x.v
+		if x.labels["result"] == "error" {
+			s.errors += x.v
+		}
+	}
+	for _, x := range promSamples(addr, "widget_api_requests_total") {
+		s.api += x.v
+		s.ops[x.labels["operation"]] += x.v
+	}
+	for _, x := range promSamples(addr, "widget_updates_total") {
+		if x.labels["cause"] == "drift" {
+			s.drift += x.v
+		}
+	}
+	s.kube = max(promSum(addr, "rest_client_requests_total"), 0)
+	s.enqueues = max(promSum(addr, "widget_feed_enqueues_total"), 0)
+	s.skips = max(promSum(addr, "widget_feed_skips_total"), 0)
+	return s
+}
+
+func (s provSnap) minus(o provSnap) provSnap {
+	d := provSnap{
+		reconciles: s.reconciles - o.reconciles, errors: s.errors - o.errors, kube: s.kube - o.kube,
+		api: s.api - o.api, drift: s.drift - o.drift, enqueues: s.enqueues - o.enqueues, skips: s.skips - o.skips,
+		ops: map[string]float64{},
+	}
+	for op, v := range s.ops {
+		if v -= o.ops[op]; v != 0 {
+			d.ops[op] = v
+		}
+	}
+	return d
+}
+
+// promSample is one sample of a metric in the Prometheus text format.
+type promSample struct {
+	labels map[string]string
+	v      float64
+}
+
+// promSamples reads every sample of a metric served at addr (none when it
+// cannot be read). Label values must not contain '"' or ','.
+func promSamples(addr, name string) []promSample {
+	rsp, err := http.Get("http://" + addr + "/metrics") //nolint:noctx // loopback, short-lived
+	if err != nil {
+		return nil
+	}
+	defer rsp.Body.Close()
+	var out []promSample
+	sc := bufio.NewScanner(rsp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		s := promSample{labels: map[string]string{}}
+		rest := strings.TrimPrefix(line, name)
+		if strings.HasPrefix(rest, "{") {
+			end := strings.Index(rest, "}")
+			if end < 0 {
+				continue
+			}
+			for _, kv := range strings.Split(rest[1:end], ",") {
+				if k, v, ok := strings.Cut(kv, "="); ok {
+					s.labels[k] = strings.Trim(v, `"`)
+				}
+			}
+			rest = rest[end+1:]
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		if _, err := fmt.Sscan(f[0], &s.v); err == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// setupWidgetProject creates namespace ns with a Secret holding token and a
+// ProviderConfig "default" pointing at the Widget API at endpoint.
+func setupWidgetProject(t *testing.T, k *kubeEnv, ns, endpoint, token string) {
+	t.Helper()
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "widget-token"}, StringData: map[string]string{"token": token}},
+		&nsv1alpha1.ProviderConfig{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"},
+			Spec: commonv1alpha1.LocalProviderConfigSpec{
+				APIConnection: commonv1alpha1.APIConnection{Endpoint: endpoint},
+				Credentials: commonv1alpha1.LocalProviderCredentials{
+					Source:    xpv2.CredentialsSourceSecret,
+					SecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "widget-token"}, Key: "token"},
+				},
+			},
+		},
+	} {
+		if err := k.kube.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// providerProcess is a provider-widget subprocess.
+type providerProcess struct {
+	args    []string // its flags after --kubeconfig
+	metrics string   // address of its /metrics
+	log     string   // its log file
+	stop    func()   // idempotent; also run at the end of the test
+}
+
+// startProviderProcess starts bin against k with extra flags, logging to
+// provider-<name>.log (in WIDGET_BENCH_LOGS when set), and returns once it
+// serves metrics and its controllers had a second to start their informers.
+func startProviderProcess(t *testing.T, k *kubeEnv, bin, name string, extra []string) *providerProcess {
+	t.Helper()
+	metrics := freeAddr(t)
+	args := append([]string{"--metrics-bind-address", metrics, "--health-probe-bind-address", "0"}, extra...)
+	cmd := exec.Command(bin, append([]string{"--kubeconfig", k.kubeconfig}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	logDir := os.Getenv("WIDGET_BENCH_LOGS")
+	if logDir == "" {
+		logDir = t.TempDir()
+	}
+	logf, err := os.Create(filepath.Join(logDir, "provider-"+name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	p := &providerProcess{args: args, metrics: metrics, log: logf.Name()}
+	p.stop = func() {
+		once.Do(func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			_ = cmd.Wait()
+			_ = logf.Close()
+		})
+	}
+	t.Cleanup(p.stop)
+	for deadline := time.Now().Add(60 * time.Second); promSum(metrics, "controller_runtime_reconcile_total") < 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the provider did not start; log in %s", p.log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	return p
+}
+
+// removeLeftoverWidgets removes the Widgets earlier sections left behind:
+// their Widget API servers are gone, so a new provider would spend its
+// workers and its rate limit retrying them. It returns how many there were.
+func removeLeftoverWidgets(t *testing.T, k *kubeEnv) int {
+	t.Helper()
+	l := &nsv1alpha1.WidgetList{}
+	if err := k.kube.List(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]int{}
+	for _, w := range l.Items {
+		by[w.Namespace]++
+	}
+	for _, ns := range slices.Sorted(maps.Keys(by)) {
+		t.Logf("removing %d Widgets left in namespace %s", by[ns], ns)
+		cleanup(t, k, ns, driftWorkers)
+	}
+	return len(l.Items)
+}
+
+// driftDoc writes the section.
+func driftDoc(t *testing.T, rs []driftRun, n int, poll time.Duration, runs, leftover int, load0 string) string {
+	t.Helper()
+	var doc strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&doc, format, a...) }
+	jitter := poll / 10
+	flags := func(r driftRun) string {
+		return strings.Join(append([]string{"--metrics-bind-address <free port> --health-probe-bind-address 0"}, r.args[4:]...), " ")
+	}
+	var feedArgs, pollArgs, feedPoll string
+	for _, r := range rs {
+		if r.feed {
+			feedArgs, feedPoll = flags(r), r.poll
+		} else {
+			pollArgs = flags(r)
+		}
+	}
+
+	w("## provider-widget: drift repair, %d out-of-band changes\n\n", n)
+	w("The provider section's envtest; per mode and run a fresh reference Widget API (in the test process, **zero\n")
+	w("provisioning and resize delay, no rate limit**), namespace and provider process. %d Widgets (size %s,\n", n, driftDesired)
+	w("label team=a) are created and all Ready, then after a %s pause each widget is changed **out of band**: a\n", driftSettle)
+	w("PATCH of its size to %s through the Widget API Go client with the project's token, as someone resizing it\n", driftOutOfBnd)
+	w("by hand would. A change is **repaired** when the provider's restoring write (a conditional PUT back to %s)\n", driftDesired)
+	w("commits: the bench follows the project's change feed with a client-side `widgetapi.Follower` and takes the\n")
+	w("widget's first `widget.updated` entry with a higher generation than the change's (nobody else writes).\n")
+	w("**Latency** is that entry's time minus the change's commit time, both from the API server's clock, so neither\n")
+	w("the bench's PATCH round trip nor its follower's delay is included. At the end a List checks that every widget\n")
+	w("is back to size %s, team=a and Ready.\n\n", driftDesired)
+	w("- **change feed**: the provider's defaults (feed on, poll interval %s): `%s`.\n", feedPoll, feedArgs)
+	w("- **polling only**: `%s`, poll jitter left at its default of a tenth of the interval (±%s).\n", pollArgs, jitter)
+	w("  A change is found at the widget's next poll, at a uniformly random point of a %s ± %s cycle: the expected\n", poll, jitter)
+	w("  latency is about half the interval (mean ≈ %s) and at most the interval plus the jitter (%s), plus one reconcile.\n", secs(poll/2), secs(poll+jitter))
+	w("- **spread**: the %d changes in random order (fixed seed per run), evenly over one poll interval (%s, %.1f\n", n, poll, float64(n)/poll.Seconds())
+	w("  changes/s), so that with polling each change lands at a uniformly random point of its widget's poll cycle even\n")
+	w("  though the cycles are in step (the Widgets were created together). Both modes get the same schedule.\n")
+	w("- **burst**: all %d changes at once from %d concurrent clients, change feed only (with polling the outcome would\n", n, driftWorkers)
+	w("  depend only on where the burst falls in the synchronised poll cycles); it runs on the same Widgets after the\n")
+	w("  spread phase.\n\n")
+	w("Counters are the provider's own over the window from the first change to the last repair plus %s: reconciles\n", driftSettle)
+	w("(`controller_runtime_reconcile_total`, all controllers; errors in brackets), Widget API requests it made\n")
+	w("(`widget_api_requests_total`, retries and change feed long polls included, the bench's own excluded), its\n")
+	w("kube-apiserver requests (`rest_client_requests_total`), the drift repairs it counted (`widget_updates_total{cause=\"drift\"}`)\n")
+	w("and the Widgets the change feed queued (and skipped as already seen, `widget_feed_skips_total`, when the\n")
+	w("provider has that counter). \"Widgets not Ready after\" counts the Widgets whose Ready condition is not True\n")
+	w("at the end of the window (%s after the last repair): the repair is a resize, so the provider's PUT returns the\n", driftSettle)
+	w("widget Resizing and the Widget shows Ready=False until the provider reads the widget again, even though the API\n")
+	w("finishes resizing at once; \"all Ready again\" is the time from the last repair until every Widget is Ready=True\n")
+	w("again (checked every 200 ms). With polling, the window also holds the polls every Widget gets anyway: about\n")
+	w("N × window / interval GETs and reconciles that would happen without any drift.\n\n")
+	if leftover > 0 {
+		w("%d Widgets left by earlier sections (whose Widget API servers are gone) were deleted first, so that the\n", leftover)
+		w("provider reconciles only this section's. Load average at the start of the section: %s; %d run(s).\n\n", load0, runs)
+	} else {
+		w("Load average at the start of the section: %s; %d run(s).\n\n", load0, runs)
+	}
+
+	w("| run | mode | changes | sending took | p50 | p90 | p99 | max | mean | not repaired | window | reconciles (errors) | Widget API requests | per change | kube-apiserver requests | drift repairs | feed enqueues (skips) | Widgets not Ready after | all Ready again |\n")
+	w("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	type key struct{ mode, pattern string }
+	p50s, p99s := map[key][]time.Duration{}, map[key][]time.Duration{}
+	var keys []key
+	for _, r := range rs {
+		for _, p := range r.phases {
+			d := p.delta
+			w("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s | %.0f (%.0f) | %.0f | %.1f | %.0f | %.0f | %.0f (%.0f) | %d | %s |\n",
+				r.run+1, r.mode(), p.pattern, secs(p.sendFor), lat(quantile(p.latency, .5)), lat(quantile(p.latency, .9)),
+				lat(quantile(p.latency, .99)), lat(quantile(p.latency, 1)), lat(mean(p.latency)), p.missing, secs(p.window),
+				d.reconciles, d.errors, d.api, d.api/float64(n), d.kube, d.drift, d.enqueues, d.skips, p.unready, readyIn(p.readyIn))
+			kk := key{r.mode(), p.pattern}
+			if _, ok := p50s[kk]; !ok {
+				keys = append(keys, kk)
+			}
+			p50s[kk] = append(p50s[kk], quantile(p.latency, .5))
+			p99s[kk] = append(p99s[kk], quantile(p.latency, .99))
+		}
+	}
+	if runs > 1 {
+		for _, kk := range keys {
+			w("| median | %s | %s | | %s | | %s | | | | | | | | | | | | |\n", kk.mode, kk.pattern, lat(medianD(p50s[kk])), lat(medianD(p99s[kk])))
+		}
+	}
+	wrong := 0
+	for _, r := range rs {
+		wrong += r.wrong
+		w("\nTime from the first create to all %d Widgets Ready (run %d, %s): %s.", n, r.run+1, r.mode(), secs(r.ready))
+	}
+	w("\n\nAt the end, %d widget(s) were not back to the desired state.\n", wrong)
+
+	// Requests by operation, last run.
+	last := rs[len(rs)-len(rs)/runs:]
+	ops := map[string]bool{}
+	var cols []string
+	for _, r := range last {
+		for _, p := range r.phases {
+			cols = append(cols, r.mode()+", "+p.pattern)
+			for op := range p.delta.ops {
+				ops[op] = true
+			}
+		}
+	}
+	w("\nWidget API requests by the provider in the window (last run), by operation, per change:\n\n| operation | %s |\n| --- |%s\n", strings.Join(cols, " | "), strings.Repeat(" ---: |", len(cols)))
+	for _, op := range slices.Sorted(maps.Keys(ops)) {
+		w("| %s |", op)
+		for _, r := range last {
+			for _, p := range r.phases {
+				w(" %.2f |", p.delta.ops[op]/float64(n))
+			}
+		}
+		w("\n")
+	}
+	w("\nA change needs one GET and one PUT. With the change feed, GETs above one per change are reconciles queued\n")
+	w("by the feed entries that follow it: the widget's Resizing→Ready state changes (one after the out-of-band\n")
+	w("resize, one after the repair) and the provider's own restoring write, unless the provider skips versions it\n")
+	w("has already seen. \"list changes\" are the provider's change feed long polls, which return at each new entry.\n")
+	return doc.String()
+}
+
+// lat formats a latency: milliseconds below a second, else seconds.
+func lat(d time.Duration) string {
+	if d < time.Second {
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	}
+	return secs(d)
+}
+
+// readyIn formats a phase's readyIn.
+func readyIn(d time.Duration) string {
+	if d < 0 {
+		return "not within the timeout"
+	}
+	return secs(d)
+}
+
+// mean returns the arithmetic mean of ds.
+func mean(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum / time.Duration(len(ds))
+}
