@@ -232,6 +232,7 @@ type e2eRun struct {
 	flaps     map[string]int             // stage -> times a Ready stage was lost again
 	flapped   map[string]int             // stage -> claims that lost it
 	readyEnd  int                        // claims Ready at the end of the steady-state window
+	relists   []string                   // the benchmark's watches that had to re-list
 	xrLag     []time.Duration            // XR first seen Ready by the watch, after its lastTransitionTime
 
 	idle   time.Duration
@@ -317,6 +318,7 @@ func (e *e2eEnv) run(t *testing.T, n int, steady time.Duration) *e2eRun {
 	wctx, cancelWatches := context.WithCancel(ctx)
 	defer cancelWatches()
 	var wg sync.WaitGroup
+	var rmu sync.Mutex
 	byClaim := func(stage string, ready bool) func(u *unstructured.Unstructured) {
 		return func(u *unstructured.Unstructured) {
 			l := u.GetLabels()
@@ -347,7 +349,14 @@ func (e *e2eEnv) run(t *testing.T, n int, steady time.Duration) *e2eRun {
 			byClaim(stKeyReady, true)(u)
 		}},
 	} {
-		wg.Go(func() { watchKind(wctx, t, e.kube, wt.gvk, wt.ns, wt.see) })
+		wg.Go(func() {
+			n, why := watchKind(wctx, t, e.kube, wt.gvk, wt.ns, wt.see)
+			if n > 0 {
+				rmu.Lock()
+				r.relists = append(r.relists, fmt.Sprintf("%s %d (first: %s)", wt.gvk.Kind, n, why))
+				rmu.Unlock()
+			}
+		})
 	}
 	time.Sleep(time.Second) // let the watches list
 
@@ -749,8 +758,8 @@ func (r *e2eRun) details(t *testing.T, b *bench, e *e2eEnv) string { //nolint:go
 	}
 	if r.inverted > 0 {
 		w("\n**The XR Ready row is late:** for %d claims the benchmark's watch saw the XR Ready only after the claim,\n", r.inverted)
-		w("yet core sets a claim Ready only once it reads its XR Ready. The kube-apiserver delivered XWidget watch\n")
-		w("events late; core's informers are fed the same way.")
+		w("yet core sets a claim Ready only once it reads its XR Ready: the watch saw it late, or missed the version\n")
+		w("(a watch that falls behind is closed by the kube-apiserver, and the re-list shows only current versions).")
 	}
 	if len(r.xrLag) > 0 {
 		if r.inverted == 0 {
@@ -773,7 +782,12 @@ func (r *e2eRun) details(t *testing.T, b *bench, e *e2eEnv) string { //nolint:go
 	} else {
 		w("\nNo object lost Ready once it had reached it. ")
 	}
-	w("At the end of the steady-state window %d of %d claims were Ready.\n\n", r.readyEnd, r.n)
+	w("At the end of the steady-state window %d of %d claims were Ready.", r.readyEnd, r.n)
+	if len(r.relists) > 0 {
+		slices.Sort(r.relists)
+		w(" The benchmark's watches had to re-list: %s.", strings.Join(r.relists, "; "))
+	}
+	w("\n\n")
 
 	w("CPU time per process: during the run, per claim, and the same process's rate when idle (%s before the\n", secs(r.idle))
 	w("claims, with only the warm-up claim) and at steady state (%s after the last claim was Ready, %d claims Ready).\n", secs(r.steady), r.ready+1)
@@ -1010,13 +1024,18 @@ func (tl *timeline) progress() string {
 
 // watchKind lists and watches the objects of a kind (in ns, or all) and
 // calls see with every version it sees, until ctx is done.
-func watchKind(ctx context.Context, t *testing.T, kube client.WithWatch, gvk schema.GroupVersionKind, ns string, see func(u *unstructured.Unstructured)) {
+// It returns how often it had to list again because a watch ended (a
+// re-list shows only the current version of each object, not the versions
+// in between) and why the first such watch ended.
+func watchKind(ctx context.Context, t *testing.T, kube client.WithWatch, gvk schema.GroupVersionKind, ns string, see func(u *unstructured.Unstructured)) (int, string) {
 	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
 	var opts []client.ListOption
 	if ns != "" {
 		opts = append(opts, client.InNamespace(ns))
 	}
+	relists, why := -1, ""
 	for ctx.Err() == nil {
+		relists++
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(listGVK)
 		if err := kube.List(ctx, l, opts...); err != nil {
@@ -1035,13 +1054,21 @@ func watchKind(ctx context.Context, t *testing.T, kube client.WithWatch, gvk sch
 		if err != nil {
 			continue
 		}
+		ended := "the server closed it"
 		for ev := range wi.ResultChan() {
 			if u, ok := ev.Object.(*unstructured.Unstructured); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
 				see(u)
 			}
+			if st, ok := ev.Object.(*metav1.Status); ok && ev.Type == watch.Error {
+				ended = st.Message
+			}
 		}
 		wi.Stop()
+		if why == "" && ctx.Err() == nil {
+			why = ended
+		}
 	}
+	return max(relists, 0), why
 }
 
 // procCPU is a process of the control plane whose CPU time is measured.
