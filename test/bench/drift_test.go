@@ -507,7 +507,8 @@ type providerProcess struct {
 	args    []string // its flags after --kubeconfig
 	metrics string   // address of its /metrics
 	log     string   // its log file
-	stop    func()   // idempotent; also run at the end of the test
+	pid     int
+	stop    func() // idempotent; also run at the end of the test
 }
 
 // startProviderProcess starts bin against k with extra flags, logging to
@@ -532,7 +533,7 @@ func startProviderProcess(t *testing.T, k *kubeEnv, bin, name string, extra []st
 		t.Fatal(err)
 	}
 	var once sync.Once
-	p := &providerProcess{args: args, metrics: metrics, log: logf.Name()}
+	p := &providerProcess{args: args, metrics: metrics, log: logf.Name(), pid: cmd.Process.Pid}
 	p.stop = func() {
 		once.Do(func() {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)

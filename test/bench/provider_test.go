@@ -8,12 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -328,63 +326,12 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 	api0, _ := apiRequests(t, s)
 
 	ctx := context.Background()
-	for _, obj := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "widget-token"}, StringData: map[string]string{"token": "bench-token"}},
-		&nsv1alpha1.ProviderConfig{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"},
-			Spec: commonv1alpha1.LocalProviderConfigSpec{
-				APIConnection: commonv1alpha1.APIConnection{Endpoint: hs.URL},
-				Credentials: commonv1alpha1.LocalProviderCredentials{
-					Source:    xpv2.CredentialsSourceSecret,
-					SecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "widget-token"}, Key: "token"},
-				},
-			},
-		},
-	} {
-		if err := k.kube.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	metrics := freeAddr(t)
-	r.args = append([]string{"--metrics-bind-address", metrics, "--health-probe-bind-address", "0"}, o.args...)
-	cmd := exec.Command(bin, append([]string{"--kubeconfig", k.kubeconfig}, r.args...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	logDir := os.Getenv("WIDGET_BENCH_LOGS")
-	if logDir == "" {
-		logDir = t.TempDir()
-	}
-	logf, err := os.Create(filepath.Join(logDir, fmt.Sprintf("provider-%s.log", ns)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		_ = cmd.Wait()
-		_ = logf.Close()
-	}
-	defer stop()
-	// Wait until the provider serves metrics, so that its start-up is not
-	// part of time-to-Ready.
-	for deadline := time.Now().Add(60 * time.Second); promSum(metrics, "controller_runtime_reconcile_total") < 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the provider did not start; log in %s", logf.Name())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	time.Sleep(time.Second) // let controllers start their informers
+	setupWidgetProject(t, k, ns, hs.URL, "bench-token")
+	p := startProviderProcess(t, k, bin, ns, o.args)
+	r.args = p.args
+	metrics, stop, pid := p.metrics, p.stop, p.pid
 	kube0 := promSum(metrics, "rest_client_requests_total")
-	cpu0 := cpuTime(cmd.Process.Pid)
+	cpu0 := cpuTime(pid)
 
 	readyAt := make(map[string]time.Time, n)
 	var mu sync.Mutex
@@ -417,7 +364,7 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 		mu.Lock()
 		got := len(readyAt)
 		mu.Unlock()
-		t.Fatalf("only %d of %d Widgets Ready; provider log in %s", got, n, logf.Name())
+		t.Fatalf("only %d of %d Widgets Ready; provider log in %s", got, n, p.log)
 	}
 	first, last := time.Time{}, time.Time{}
 	mu.Lock()
@@ -433,7 +380,7 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 	}
 	mu.Unlock()
 	r.allReady = last.Sub(first)
-	r.cpu = cpuTime(cmd.Process.Pid) - cpu0
+	r.cpu = cpuTime(pid) - cpu0
 	r.reconciles = promSum(metrics, "controller_runtime_reconcile_total")
 	r.kubeRequests = promSum(metrics, "rest_client_requests_total") - kube0
 	r.feedEnqueues = promSum(metrics, "widget_feed_enqueues_total")
@@ -446,7 +393,7 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 	}
 	r.apiTotal = apiTot - sum(api0)
 	r.apiGets = r.apiRequests["GET /v1/widgets/{name}"]
-	r.rssKB = rssOf(cmd.Process.Pid)
+	r.rssKB = rssOf(pid)
 
 	if o.steady > 0 {
 		time.Sleep(o.steady)
@@ -455,7 +402,7 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 		by, tot := apiRequests(t, s)
 		r.steadyAPI = tot - sum(api0) - r.apiTotal
 		r.steadyGets = by["GET /v1/widgets/{name}"] - api0["GET /v1/widgets/{name}"] - r.apiGets
-		if rss := rssOf(cmd.Process.Pid); rss > r.rssKB {
+		if rss := rssOf(pid); rss > r.rssKB {
 			r.rssKB = rss
 		}
 	}
