@@ -369,9 +369,15 @@ func TestKeys(t *testing.T) {
 	c := env.Client(t, apitest.TokenA)
 	mustCreate(t, c, "kw")
 
-	k, err := c.CreateKey(ctx(t), "kw", widgetapi.CreateKeyRequest{Name: "ci", Description: "for CI"})
+	k, err := c.CreateKey(ctx(t), "kw", widgetapi.CreateKeyRequest{Name: "ci", Description: "for CI", Labels: map[string]string{"widgetco.io/owner": "n_team-a.ci"}})
 	if err != nil {
 		t.Fatalf("CreateKey: %v", err)
+	}
+	if diff := cmp.Diff(map[string]string{"widgetco.io/owner": "n_team-a.ci"}, k.Labels); diff != "" {
+		t.Errorf("CreateKey: labels -want, +got:\n%s", diff)
+	}
+	if _, err := c.CreateKey(ctx(t), "kw", widgetapi.CreateKeyRequest{Name: "bad", Labels: map[string]string{"Bad Key": "v"}}); !isInvalid(err) {
+		t.Errorf("key with an invalid label: got %v, want invalid", err)
 	}
 	if !strings.HasPrefix(k.Secret, "wks_") || len(k.Secret) < 40 {
 		t.Errorf("CreateKey: secret %d chars, want a wks_ secret of 40+ chars", len(k.Secret))
@@ -645,3 +651,8 @@ func TestLongPollWaits(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func isInvalid(err error) bool {
+	_, ok := widgetapi.IsInvalid(err)
+	return ok
+}

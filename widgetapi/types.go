@@ -120,6 +120,9 @@ type Key struct {
 	Name string `json:"name"`
 	// Widget is the name of the widget the key belongs to.
 	Widget string `json:"widget"`
+	// Labels are free-form key/value pairs, set when the key is created
+	// (keys cannot change). Clients use them to mark who created a key.
+	Labels map[string]string `json:"labels,omitempty"`
 	// Description is free text.
 	Description string `json:"description,omitempty"`
 	// CreatedAt is when the key was created.
@@ -146,8 +149,9 @@ func (k KeyWithSecret) GoString() string { return k.String() }
 
 // CreateKeyRequest is the body of a key create call.
 type CreateKeyRequest struct {
-	Name        string `json:"name"`
-	Description string `json:"description,omitempty"`
+	Name        string            `json:"name"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Description string            `json:"description,omitempty"`
 }
 
 // KeyList is the keys of one widget, ordered by name.

@@ -31,7 +31,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	secret := newSecret()
 	sum := sha256.Sum256([]byte(secret))
 	out := widgetapi.KeyWithSecret{
-		Key:    widgetapi.Key{ID: newID("k-"), Name: req.Name, Widget: widget, Description: req.Description, CreatedAt: now},
+		Key:    widgetapi.Key{ID: newID("k-"), Name: req.Name, Widget: widget, Labels: req.Labels, Description: req.Description, CreatedAt: now},
 		Secret: secret,
 	}
 	changes, err := s.store.update(func(t *tx) error {

@@ -198,6 +198,7 @@ func validatePatch(req *widgetapi.PatchWidgetRequest, cur *widgetapi.Widget) fie
 func validateKey(req *widgetapi.CreateKeyRequest) fieldErrors {
 	var errs fieldErrors
 	validName("name", req.Name, &errs)
+	validLabels(req.Labels, &errs)
 	validDescription(req.Description, &errs)
 	return errs
 }
