@@ -275,6 +275,24 @@ func testValidation(t *testing.T, c client.Client) {
 				k.Spec.ForProvider.WidgetNameRef = &xpv2.NamespacedReference{Name: "w1", Namespace: testNamespace}
 			},
 		},
+		"WidgetKeyReferenceIntoAnotherNamespace": {
+			reason:  "A WidgetKey cannot reference a Widget in another namespace.",
+			create:  nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetNameRef: &xpv2.NamespacedReference{Name: "w1", Namespace: "team-b"}}),
+			wantErr: ruleKeyRefLocal.Message,
+		},
+		"WidgetKeySelectorIntoAnotherNamespace": {
+			reason:  "A WidgetKey cannot select a Widget in another namespace.",
+			create:  nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetNameSelector: &xpv2.NamespacedSelector{MatchLabels: map[string]string{"a": "b"}, Namespace: "team-b"}}),
+			wantErr: ruleKeySelectorLocal.Message,
+		},
+		"WidgetKeyReferenceNamespaceAdded": {
+			reason: "A reference cannot be pointed at another namespace later either.",
+			create: nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetNameRef: &xpv2.NamespacedReference{Name: "w1"}}),
+			update: func(o client.Object) {
+				o.(*namespacedv1alpha1.WidgetKey).Spec.ForProvider.WidgetNameRef.Namespace = "team-b"
+			},
+			wantErr: ruleKeyRefLocal.Message,
+		},
 		"WidgetKeyDescriptionChanged": {
 			reason: "The Widget API cannot change a key's description.",
 			create: nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetName: ptr.To("w1"), WidgetKeyParameters: commonv1alpha1.WidgetKeyParameters{Description: ptr.To("one")}}),

@@ -60,6 +60,14 @@ var (
 		Rule:    "!has(oldSelf.description) || (has(self.description) && self.description == oldSelf.description)",
 		Message: "description is immutable once set: the Widget API cannot change a key; delete and recreate the WidgetKey",
 	}
+	ruleKeyRefLocal = extv1.ValidationRule{
+		Rule:    "!has(self.widgetNameRef) || !has(self.widgetNameRef.__namespace__) || size(self.widgetNameRef.__namespace__) == 0 || has(self.widgetNameSelector)",
+		Message: "widgetNameRef.namespace must not be set: a WidgetKey can reference only Widgets in its own namespace (Crossplane sets it itself when it resolves widgetNameSelector)",
+	}
+	ruleKeySelectorLocal = extv1.ValidationRule{
+		Rule:    "!has(self.widgetNameSelector) || !has(self.widgetNameSelector.__namespace__) || size(self.widgetNameSelector.__namespace__) == 0",
+		Message: "widgetNameSelector.namespace must not be set: a WidgetKey can select only Widgets in its own namespace",
+	}
 	ruleEndpointHost = extv1.ValidationRule{
 		Rule:    "isURL(self) && size(url(self).getHostname()) > 0",
 		Message: "endpoint must be an absolute URL with a host, such as https://widgets.example.com",
@@ -346,10 +354,10 @@ func TestCRDValidationRules(t *testing.T) {
 			want:   extv1.ValidationRules{ruleProviderConfigKind},
 		},
 		"NamespacedWidgetKey": {
-			reason: "A namespaced WidgetKey must name its widget and keep it.",
+			reason: "A namespaced WidgetKey must name its widget in its own namespace and keep it.",
 			file:   "widget.m.widgetco.io_widgetkeys.yaml",
 			path:   []string{"spec", "forProvider"},
-			want:   extv1.ValidationRules{ruleKeyNamesWidget, ruleWidgetNameImmutable, ruleKeyDescriptionImmutable},
+			want:   extv1.ValidationRules{ruleKeyNamesWidget, ruleWidgetNameImmutable, ruleKeyDescriptionImmutable, ruleKeyRefLocal, ruleKeySelectorLocal},
 		},
 		"NamespacedWidgetKeyProviderConfigKind": {
 			reason: "A namespaced WidgetKey may only use a ProviderConfig or a ClusterProviderConfig.",

@@ -19,6 +19,8 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.widgetName) || has(self.widgetNameRef) || has(self.widgetNameSelector)",message="set widgetName, widgetNameRef or widgetNameSelector to say which widget the key belongs to"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.widgetName) || (has(self.widgetName) && self.widgetName == oldSelf.widgetName)",message="widgetName is immutable once set: a key cannot move to another widget; delete and recreate the WidgetKey"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.description) || (has(self.description) && self.description == oldSelf.description)",message="description is immutable once set: the Widget API cannot change a key; delete and recreate the WidgetKey"
+// +kubebuilder:validation:XValidation:rule="!has(self.widgetNameRef) || !has(self.widgetNameRef.__namespace__) || size(self.widgetNameRef.__namespace__) == 0 || has(self.widgetNameSelector)",message="widgetNameRef.namespace must not be set: a WidgetKey can reference only Widgets in its own namespace (Crossplane sets it itself when it resolves widgetNameSelector)"
+// +kubebuilder:validation:XValidation:rule="!has(self.widgetNameSelector) || !has(self.widgetNameSelector.__namespace__) || size(self.widgetNameSelector.__namespace__) == 0",message="widgetNameSelector.namespace must not be set: a WidgetKey can select only Widgets in its own namespace"
 type WidgetKeyParameters struct {
 	// WidgetName is the name of the widget the key belongs to: the external
 	// name of a Widget. Crossplane sets it from widgetNameRef or
@@ -30,16 +32,18 @@ type WidgetKeyParameters struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
 	WidgetName *string `json:"widgetName,omitempty"`
 
-	// WidgetNameRef references the Widget that the key belongs to: a Widget
-	// in the WidgetKey's namespace unless namespace names another one.
-	// Crossplane sets widgetName to that Widget's external name.
+	// WidgetNameRef references the Widget that the key belongs to, in the
+	// WidgetKey's own namespace: namespace must not be set, since a
+	// namespace cannot reach another's Widgets (Crossplane sets it to the
+	// WidgetKey's namespace when it resolves widgetNameSelector). Crossplane
+	// sets widgetName to that Widget's external name.
 	// +optional
 	WidgetNameRef *xpv2.NamespacedReference `json:"widgetNameRef,omitempty"`
 
 	// WidgetNameSelector selects the Widget that the key belongs to by its
-	// labels: in the WidgetKey's namespace unless namespace names another
-	// one. Crossplane sets widgetName to the selected Widget's external name
-	// and widgetNameRef to the selected Widget.
+	// labels, in the WidgetKey's own namespace: namespace must not be set.
+	// Crossplane sets widgetName to the selected Widget's external name and
+	// widgetNameRef to the selected Widget.
 	// +optional
 	WidgetNameSelector *xpv2.NamespacedSelector `json:"widgetNameSelector,omitempty"`
 
@@ -109,6 +113,20 @@ var (
 // spec.
 func (mg *WidgetKey) GetWidgetKeyParameters() *commonv1alpha1.WidgetKeyParameters {
 	return &mg.Spec.ForProvider.WidgetKeyParameters
+}
+
+// ReferencedNamespaces returns, by field path, the namespaces that
+// widgetNameRef and widgetNameSelector name explicitly. The provider resolves
+// references only within the WidgetKey's own namespace.
+func (mg *WidgetKey) ReferencedNamespaces() map[string]string {
+	out := map[string]string{}
+	if r := mg.Spec.ForProvider.WidgetNameRef; r != nil && r.Namespace != "" {
+		out["spec.forProvider.widgetNameRef.namespace"] = r.Namespace
+	}
+	if s := mg.Spec.ForProvider.WidgetNameSelector; s != nil && s.Namespace != "" {
+		out["spec.forProvider.widgetNameSelector.namespace"] = s.Namespace
+	}
+	return out
 }
 
 // GetWidgetName returns spec.forProvider.widgetName, or "" while it is

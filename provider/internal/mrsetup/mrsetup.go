@@ -90,6 +90,7 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	opts := []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[T](connect(Env{Kind: gvk.GroupKind().String(), Limiter: limiter, Record: record})),
 		managed.WithInitializers(names.NewInitializer(mgr.GetClient())),
+		managed.WithReferenceResolver(LocalReferences(managed.NewAPISimpleReferenceResolver(mgr.GetClient()))),
 		// Names are chosen before creation, so a crash between the API's
 		// create and recording the result is safe to retry.
 		managed.WithDeterministicExternalName(true),

@@ -23,6 +23,13 @@ import (
 // reserved: users cannot set labels under it (the CRD rejects them).
 const OwnerLabel = commonv1alpha1.OwnershipLabelPrefix + "owner"
 
+// OwnerNamespaceLabel records the namespace of the namespaced managed
+// resource that manages a widget or created a key when OwnerLabel cannot say:
+// a marker longer than a label value is shortened with a hash, which cuts
+// namespaces of more than 49 characters. Other resources do not set it, so
+// they keep a label to spare for users (the Widget API allows 32).
+const OwnerNamespaceLabel = commonv1alpha1.OwnershipLabelPrefix + "owner-namespace"
+
 // AnnotationDefaultExternalName records the external name the provider chose
 // itself. A widget or key that already exists under a defaulted name was not
 // asked for, so it is not adopted: adoption is explicit, by setting
@@ -82,6 +89,71 @@ func Owner(mg resource.Managed) string {
 		id = "n_" + ns + "." + mg.GetName()
 	}
 	return fit(id, id)
+}
+
+// Markers returns the ownership labels mg puts on every widget and key it
+// creates: OwnerLabel and, for a namespaced resource whose marker does not
+// spell out its namespace, OwnerNamespaceLabel.
+func Markers(mg resource.Managed) map[string]string {
+	m := map[string]string{OwnerLabel: Owner(mg)}
+	if ns := mg.GetNamespace(); ns != "" {
+		if got, ok := OwnerNamespace(m); !ok || got != ns {
+			m[OwnerNamespaceLabel] = ns
+		}
+	}
+	return m
+}
+
+// Ownership returns the ownership markers among labels: OwnerLabel and
+// OwnerNamespaceLabel, where set.
+func Ownership(labels map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, k := range []string{OwnerLabel, OwnerNamespaceLabel} {
+		if v, ok := labels[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// OwnerNamespace returns the namespace of the managed resource that labels
+// say owns a widget or key: OwnerNamespaceLabel when it is set, else the
+// namespace a namespaced marker ("n_<namespace>.<name>") spells out.
+// Namespaces hold no '.', so the marker's first '.' ends the namespace; a
+// marker shortened before its '.' cannot say, and neither can a
+// cluster-scoped or foreign one: ok is false then.
+func OwnerNamespace(labels map[string]string) (ns string, ok bool) {
+	if ns, ok := labels[OwnerNamespaceLabel]; ok && ns != "" {
+		return ns, true
+	}
+	rest, namespaced := strings.CutPrefix(labels[OwnerLabel], "n_")
+	if !namespaced {
+		return "", false
+	}
+	ns, _, ok = strings.Cut(rest, ".")
+	if !ok || ns == "" {
+		return "", false
+	}
+	return ns, true
+}
+
+// Reaches reports whether mg may act on a widget or key that carries labels.
+// A cluster-scoped resource is the platform team's and reaches anything its
+// ProviderConfig reaches. A namespaced resource (a tenant's) reaches only
+// what a managed resource in its own namespace owns: everything else - an
+// unowned widget, a cluster-scoped resource's, another namespace's - is out
+// of its reach. (Adopting or observing an unowned widget is a separate
+// decision, made by the Widget controller.)
+func Reaches(mg resource.Managed, labels map[string]string) bool {
+	ns := mg.GetNamespace()
+	if ns == "" {
+		return true
+	}
+	if labels[OwnerLabel] == Owner(mg) {
+		return true
+	}
+	owner, ok := OwnerNamespace(labels)
+	return ok && owner == ns
 }
 
 // DescribeOwner turns a marker back into words for error messages.

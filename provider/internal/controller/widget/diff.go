@@ -34,8 +34,8 @@ func (d differences) String() string {
 
 // compare reports where w differs from the fields the user specified. Fields
 // the user left unset are not compared, so server defaults are never drift.
-// The ownership marker must be present.
-func compare(p *commonv1alpha1.WidgetParameters, w *widgetapi.Widget, owner string) differences {
+// The ownership markers must be exactly markers.
+func compare(p *commonv1alpha1.WidgetParameters, w *widgetapi.Widget, markers map[string]string) differences {
 	var d differences
 	if p.Size != nil && *p.Size != w.Size {
 		d = append(d, difference{"size", quote(*p.Size), quote(w.Size)})
@@ -50,8 +50,8 @@ func compare(p *commonv1alpha1.WidgetParameters, w *widgetapi.Widget, owner stri
 	if p.Description != nil && *p.Description != w.Description {
 		d = append(d, difference{"description", quote(*p.Description), quote(w.Description)})
 	}
-	if w.Labels[names.OwnerLabel] != owner {
-		d = append(d, difference{"labels[" + names.OwnerLabel + "]", quote(owner), quote(w.Labels[names.OwnerLabel])})
+	if have := names.Ownership(w.Labels); !maps.Equal(markers, have) {
+		d = append(d, difference{"ownership labels", formatLabels(markers), formatLabels(have)})
 	}
 	return d
 }

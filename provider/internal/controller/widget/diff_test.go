@@ -19,6 +19,9 @@ import (
 
 const me = "n_team-a.web"
 
+// markers are the ownership labels of Widget team-a/web.
+var markers = map[string]string{names.OwnerLabel: me}
+
 func TestCompare(t *testing.T) {
 	owned := map[string]string{"team": "a", names.OwnerLabel: me}
 	cases := map[string]struct {
@@ -62,7 +65,7 @@ func TestCompare(t *testing.T) {
 			want:   `labels: want {}, have {team=a}`,
 		},
 		"ReservedLabelsIgnored": {
-			reason: "Labels under the provider's reserved prefix are not the user's to compare.",
+			reason: "Labels under the provider's reserved prefix are not the user's to compare, and only the ownership markers are ours.",
 			p:      commonv1alpha1.WidgetParameters{Labels: map[string]string{"team": "a"}},
 			w:      widgetapi.Widget{Labels: map[string]string{"team": "a", names.OwnerLabel: me, commonv1alpha1.OwnershipLabelPrefix + "other": "x"}},
 		},
@@ -76,24 +79,30 @@ func TestCompare(t *testing.T) {
 			reason: "A widget without our ownership marker differs, even if every field matches.",
 			p:      commonv1alpha1.WidgetParameters{Labels: map[string]string{"team": "a"}},
 			w:      widgetapi.Widget{Labels: map[string]string{"team": "a"}},
-			want:   `labels[widgetco.io/owner]: want "n_team-a.web", have ""`,
+			want:   `ownership labels: want {widgetco.io/owner=n_team-a.web}, have {}`,
 		},
 		"OwnerOther": {
 			reason: "A widget marked for another owner differs.",
 			p:      commonv1alpha1.WidgetParameters{},
 			w:      widgetapi.Widget{Labels: map[string]string{names.OwnerLabel: "c_web"}},
-			want:   `labels[widgetco.io/owner]: want "n_team-a.web", have "c_web"`,
+			want:   `ownership labels: want {widgetco.io/owner=n_team-a.web}, have {widgetco.io/owner=c_web}`,
+		},
+		"OwnerNamespaceStale": {
+			reason: "A namespace marker the resource does not set is an ownership difference.",
+			p:      commonv1alpha1.WidgetParameters{},
+			w:      widgetapi.Widget{Labels: map[string]string{names.OwnerLabel: me, names.OwnerNamespaceLabel: "team-b"}},
+			want:   `ownership labels: want {widgetco.io/owner=n_team-a.web}, have {widgetco.io/owner=n_team-a.web, widgetco.io/owner-namespace=team-b}`,
 		},
 		"Everything": {
 			reason: "Every difference is listed in a stable order: size, region, labels, description, owner.",
 			p:      commonv1alpha1.WidgetParameters{Size: ptr.To("large"), Region: ptr.To("eu-west-1"), Labels: map[string]string{"team": "a"}, Description: ptr.To("d")},
 			w:      widgetapi.Widget{Size: "small", Region: "us-east-1"},
-			want:   `size: want "large", have "small"; region: want "eu-west-1", have "us-east-1"; labels: want {team=a}, have {}; description: want "d", have ""; labels[widgetco.io/owner]: want "n_team-a.web", have ""`,
+			want:   `size: want "large", have "small"; region: want "eu-west-1", have "us-east-1"; labels: want {team=a}, have {}; description: want "d", have ""; ownership labels: want {widgetco.io/owner=n_team-a.web}, have {}`,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := compare(&tc.p, &tc.w, me)
+			d := compare(&tc.p, &tc.w, markers)
 			if diff := cmp.Diff(tc.want, d.String()); diff != "" {
 				t.Errorf("%s\ncompare(...).String(): -want, +got:\n%s", tc.reason, diff)
 			}
@@ -183,29 +192,29 @@ func TestDesiredLabels(t *testing.T) {
 		want    map[string]string
 	}{
 		"Specified": {
-			reason:  "The user's labels replace the widget's, plus our marker.",
+			reason:  "The user's labels replace the widget's, plus our markers.",
 			p:       commonv1alpha1.WidgetParameters{Labels: map[string]string{"team": "a"}},
 			current: map[string]string{"team": "b", "extra": "x"},
 			want:    map[string]string{"team": "a", names.OwnerLabel: me},
 		},
 		"Unspecified": {
-			reason:  "Without labels in the spec the widget keeps its labels, reserved ones included, and gets our marker.",
+			reason:  "Without labels in the spec the widget keeps its labels, reserved ones included, and gets our markers.",
 			current: map[string]string{"team": "b", commonv1alpha1.OwnershipLabelPrefix + "other": "x"},
 			want:    map[string]string{"team": "b", commonv1alpha1.OwnershipLabelPrefix + "other": "x", names.OwnerLabel: me},
 		},
-		"MarkerReplaced": {
-			reason:  "Our marker replaces any other owner's.",
-			current: map[string]string{names.OwnerLabel: "c_web"},
+		"MarkersReplaced": {
+			reason:  "Our markers replace any other owner's, including a stale namespace marker.",
+			current: map[string]string{names.OwnerLabel: "c_web", names.OwnerNamespaceLabel: "team-b"},
 			want:    map[string]string{names.OwnerLabel: me},
 		},
 		"EmptySpec": {
-			reason:  "An explicitly empty label set leaves only our marker.",
+			reason:  "An explicitly empty label set leaves only our markers.",
 			p:       commonv1alpha1.WidgetParameters{Labels: map[string]string{}},
 			current: map[string]string{"team": "b"},
 			want:    map[string]string{names.OwnerLabel: me},
 		},
 		"Nothing": {
-			reason: "A widget without labels gets just our marker.",
+			reason: "A widget without labels gets just our markers.",
 			want:   map[string]string{names.OwnerLabel: me},
 		},
 	}
@@ -215,7 +224,7 @@ func TestDesiredLabels(t *testing.T) {
 			for k, v := range tc.p.Labels {
 				before[k] = v
 			}
-			got := desiredLabels(&tc.p, tc.current, me)
+			got := desiredLabels(&tc.p, tc.current, markers)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\ndesiredLabels(...): -want, +got:\n%s", tc.reason, diff)
 			}

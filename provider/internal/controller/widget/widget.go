@@ -116,6 +116,12 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		// this resource must not delete the widget.
 		return managed.ExternalObservation{}, nil
 	}
+	if owner != "" && owner != me && !names.Reaches(mg, w.Labels) {
+		// Another tenant's widget: not even observed. Nothing of it may
+		// reach this resource's status, not even who owns it.
+		mg.SetWidgetObservation(commonv1alpha1.WidgetObservation{})
+		return managed.ExternalObservation{}, errors.Errorf("widget %s is managed by a resource outside namespace %s, and a namespaced Widget can manage or observe only widgets that no resource manages or that a resource in its own namespace manages: choose another external name, or ask your platform team to give this namespace its own ProviderConfig and Widget API project", name, mg.GetNamespace())
+	}
 	if owner != "" && owner != me && !observeOnly(mg) {
 		return managed.ExternalObservation{}, errors.Errorf("widget %s is already managed by %s (label %s=%s); one widget can have only one managing resource: choose another external name, or delete or orphan that resource first", name, names.DescribeOwner(owner), names.OwnerLabel, owner)
 	}
@@ -141,7 +147,7 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		// is gone; an out-of-band delete is then repaired by re-creating.
 		return o, nil
 	}
-	d := compare(p, w, me)
+	d := compare(p, w, names.Markers(mg))
 	o.ResourceUpToDate = d.empty()
 	o.Diff = d.String()
 	return o, nil
@@ -156,7 +162,7 @@ func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreatio
 		Name:        name,
 		Size:        deref(p.Size, ""),
 		Region:      deref(p.Region, ""),
-		Labels:      desiredLabels(p, nil, names.Owner(mg)),
+		Labels:      desiredLabels(p, nil, names.Markers(mg)),
 		Description: deref(p.Description, ""),
 	})
 	if widgetapi.IsAlreadyExists(err) {
@@ -179,11 +185,11 @@ func (e *external[T]) Update(ctx context.Context, mg T) (managed.ExternalUpdate,
 	if p.Region != nil && obs.Region != "" && *p.Region != obs.Region {
 		return managed.ExternalUpdate{}, errors.Errorf("spec.forProvider.region is %q but widget %s is in %q, and a widget's region cannot change: set region back to %q, or delete this resource and create a new one in %q", *p.Region, name, obs.Region, obs.Region, *p.Region)
 	}
-	before := compare(p, fromObservation(obs), names.Owner(mg))
+	before := compare(p, fromObservation(obs), names.Markers(mg))
 	cause := e.cause(mg)
 	w, err := e.api.ReplaceWidget(ctx, name, widgetapi.ReplaceWidgetRequest{
 		Size:        deref(p.Size, obs.Size),
-		Labels:      desiredLabels(p, obs.Labels, names.Owner(mg)),
+		Labels:      desiredLabels(p, obs.Labels, names.Markers(mg)),
 		Description: deref(p.Description, obs.Description),
 	}, widgetapi.IfGeneration(obs.Generation))
 	if widgetapi.IsPreconditionFailed(err) {
@@ -285,14 +291,18 @@ func deref(p *string, def string) string {
 }
 
 // desiredLabels is the label map the widget should carry: the user's labels
-// (or, when the spec names none, the labels it has) plus the ownership marker.
-func desiredLabels(p *commonv1alpha1.WidgetParameters, current map[string]string, owner string) map[string]string {
+// (or, when the spec names none, the labels it has) with exactly our
+// ownership markers. A previous owner's markers are never carried over: its
+// namespace must not stay on a widget it no longer owns.
+func desiredLabels(p *commonv1alpha1.WidgetParameters, current map[string]string, markers map[string]string) map[string]string {
 	src := p.Labels
 	if src == nil {
 		src = current
 	}
-	out := make(map[string]string, len(src)+1)
+	out := make(map[string]string, len(src)+len(markers))
 	maps.Copy(out, src)
-	out[names.OwnerLabel] = owner
+	delete(out, names.OwnerLabel)
+	delete(out, names.OwnerNamespaceLabel)
+	maps.Copy(out, markers)
 	return out
 }

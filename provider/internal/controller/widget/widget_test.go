@@ -37,8 +37,12 @@ var errBoom = errors.New("boom")
 const timeout = 30 * time.Second
 
 // ownerPlaceholder in a wanted diff, message or label stands for the
-// ownership marker of the resource under test, which differs by scope.
-const ownerPlaceholder = "{owner}"
+// ownership marker of the resource under test, which differs by scope;
+// markersPlaceholder for all its ownership labels, as a diff prints them.
+const (
+	ownerPlaceholder   = "{owner}"
+	markersPlaceholder = "{markers}"
+)
 
 func newNamespaced() *nsv1alpha1.Widget {
 	return &nsv1alpha1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "web", Generation: 1, UID: "uid-web"}}
@@ -135,19 +139,32 @@ func withSeed(s *seed, fn func(s *seed)) *seed {
 	return &out
 }
 
-// fill replaces the owner placeholder.
-func fill(s, owner string) string { return strings.ReplaceAll(s, ownerPlaceholder, owner) }
+// fill replaces the owner and markers placeholders.
+func fill(s, owner string) string {
+	s = strings.ReplaceAll(s, markersPlaceholder, formatLabels(markersOf(owner)))
+	return strings.ReplaceAll(s, ownerPlaceholder, owner)
+}
+
+// markersOf returns the ownership labels of the resource whose marker is
+// owner. The resources under test have short names: the marker is all.
+func markersOf(owner string) map[string]string {
+	return map[string]string{names.OwnerLabel: owner}
+}
 
 // create creates the seed widget as name and returns it once it reached the
 // seed's state.
 func (s *seed) create(t *testing.T, api *widgetapi.Client, name, owner string) *widgetapi.Widget {
 	t.Helper()
 	labels := maps.Clone(s.labels)
-	if s.owner != "" {
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels[names.OwnerLabel] = fill(s.owner, owner)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	switch s.owner {
+	case "":
+	case ownerPlaceholder:
+		maps.Copy(labels, markersOf(owner))
+	default:
+		labels[names.OwnerLabel] = s.owner
 	}
 	if _, err := api.CreateWidget(t.Context(), widgetapi.CreateWidgetRequest{Name: name, Size: s.size, Region: s.region, Labels: labels, Description: s.description}); err != nil {
 		t.Fatalf("cannot seed widget %s: %v", name, err)
@@ -232,6 +249,9 @@ func fillLabels(l map[string]string, owner string) map[string]string {
 	out := make(map[string]string, len(l))
 	for k, v := range l {
 		out[k] = fill(v, owner)
+	}
+	if l[names.OwnerLabel] == ownerPlaceholder {
+		maps.Copy(out, markersOf(owner))
 	}
 	return out
 }
@@ -390,7 +410,7 @@ func testObserve[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) 
 			mods:    []mod{defaultName(), withSpec(full)},
 			knownID: true,
 			want: want{
-				o:        managed.ExternalObservation{ResourceExists: true, Diff: `labels[widgetco.io/owner]: want "{owner}", have ""`},
+				o:        managed.ExternalObservation{ResourceExists: true, Diff: `ownership labels: want {markers}, have {}`},
 				endpoint: true, ready: xpv2.Available(), spec: full, status: true,
 			},
 		},
@@ -415,20 +435,20 @@ func testObserve[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) 
 		},
 		"OwnedByAnother": {
 			reason: "A widget another resource manages is a clear error naming that resource, never a takeover.",
-			seed:   fullSeed("n_other.web"),
+			seed:   fullSeed("n_team-a.other"),
 			mods:   []mod{explicitName("shared"), withSpec(full)},
 			want: want{
-				err: cmpopts.AnyError, mentions: []string{"shared", "namespaced managed resource other/web"},
+				err: cmpopts.AnyError, mentions: []string{"shared", "namespaced managed resource team-a/other"},
 				ready: noReady, spec: full,
 			},
 		},
 		"OwnedByAnotherRecordedID": {
 			reason:  "A widget we once recorded that another resource now manages is still not ours.",
-			seed:    fullSeed("c_other"),
+			seed:    fullSeed("n_team-a.other"),
 			mods:    []mod{defaultName(), withSpec(full)},
 			knownID: true,
 			want: want{
-				err: cmpopts.AnyError, mentions: []string{"cluster-scoped managed resource other"},
+				err: cmpopts.AnyError, mentions: []string{"namespaced managed resource team-a/other"},
 				ready: noReady, spec: full,
 			},
 		},
@@ -459,7 +479,7 @@ func testObserve[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) 
 			mods:   []mod{explicitName("imported")},
 			want: want{
 				o: managed.ExternalObservation{ResourceExists: true, ResourceLateInitialized: true,
-					Diff: `labels[widgetco.io/owner]: want "{owner}", have ""`},
+					Diff: `ownership labels: want {markers}, have {}`},
 				endpoint: true, ready: xpv2.Available(), spec: full, status: true, adopting: true,
 			},
 		},
@@ -469,7 +489,7 @@ func testObserve[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) 
 			mods:   []mod{defaultName(), observeOnlyPolicy()},
 			want: want{
 				o: managed.ExternalObservation{ResourceExists: true, ResourceLateInitialized: true,
-					Diff: `labels[widgetco.io/owner]: want "{owner}", have ""`},
+					Diff: `ownership labels: want {markers}, have {}`},
 				endpoint: true, ready: xpv2.Available(), spec: full, status: true, adopting: true,
 			},
 		},
@@ -847,7 +867,7 @@ func testUpdate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 			knownID: true,
 			want: want{
 				widget: widget{Size: "small", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
-				events: []event.Event{event.Normal(ReasonDriftRepaired, `Widget was changed outside Crossplane; restored it: labels[widgetco.io/owner]: want "{owner}", have ""`)},
+				events: []event.Event{event.Normal(ReasonDriftRepaired, `Widget was changed outside Crossplane; restored it: ownership labels: want {markers}, have {}`)},
 				cause:  "drift",
 				ready:  xpv2.Available(),
 			},

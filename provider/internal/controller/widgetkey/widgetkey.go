@@ -78,11 +78,22 @@ type external[T commonv1alpha1.WidgetKeyResource] struct {
 	// confirm a Secret the cache does not show yet before acting on it.
 	cache, live SecretReader
 	record      event.Recorder
+
+	// widget is the key's widget as Observe found it, when it exists and
+	// is within the resource's reach: Create creates keys only on it.
+	widget *widgetapi.Widget
+	// lost is set by Observe when the key exists but its secret never
+	// reached the connection Secret: Create revokes it first.
+	lost bool
 }
 
-// Observe reads the key. A key the provider created but whose secret never
-// reached the connection Secret (the provider stopped in between) is useless
-// - the API never reveals a secret again - so it is revoked and re-created.
+// Observe reads the key's widget and the key. It acts only within the
+// resource's tenancy (see names.Reaches): a namespaced WidgetKey reads keys
+// only of widgets that a managed resource in its own namespace manages, and
+// manages only keys it created itself (the ownership marker the provider puts
+// on every key, or the key ID it recorded). Observe never changes the Widget
+// API: a key whose secret was lost (the provider stopped between creating it
+// and saving it) is reported missing, and Create replaces it.
 func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObservation, error) {
 	name, widget := meta.GetExternalName(mg), mg.GetWidgetName()
 	if name == "" {
@@ -97,12 +108,40 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		}
 		return managed.ExternalObservation{}, errors.New("the key's widget is not known yet: set spec.forProvider.widgetName, or a widgetNameRef/widgetNameSelector that matches a Widget")
 	}
+	w, err := e.api.GetWidget(ctx, widget)
+	if widgetapi.IsNotFound(err) {
+		// A key does not outlive its widget.
+		return managed.ExternalObservation{}, nil
+	}
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(e.check(err), "cannot get the key's widget")
+	}
+	reach := names.Reaches(mg, w.Labels)
+	if !reach && !meta.WasDeleted(mg) {
+		return managed.ExternalObservation{}, errors.Errorf("widget %s is not managed by a Widget in namespace %s, and a namespaced WidgetKey can hold keys only of widgets that a managed resource in its own namespace manages (an Observe-only import does not count): reference a Widget of this namespace with widgetNameRef or widgetNameSelector, or manage the widget with a Widget in this namespace first", widget, mg.GetNamespace())
+	}
+
 	k, err := e.api.GetKey(ctx, widget, name)
 	if widgetapi.IsNotFound(err) {
+		if reach {
+			e.widget = w
+		}
 		return managed.ExternalObservation{}, nil
 	}
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(e.check(err), "cannot get key")
+	}
+	if mg.GetNamespace() != "" && !createdBy(mg, k) {
+		if meta.WasDeleted(mg) {
+			// Never revoke a key this resource did not create.
+			return managed.ExternalObservation{}, nil
+		}
+		return managed.ExternalObservation{}, errors.Errorf("widget %s already has a key named %s that this WidgetKey did not create, and a namespaced WidgetKey manages only keys it created: choose another external name, or remove the %s annotation so that the provider names a new key", widget, name, meta.AnnotationKeyExternalName)
+	}
+	if !reach {
+		// Being deleted, and the key is ours but its widget no longer is
+		// in reach: revoke the key, and read nothing more of the widget.
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
 
 	if !meta.WasDeleted(mg) && !observeOnly(mg) {
@@ -110,11 +149,8 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		if err != nil {
 			return managed.ExternalObservation{}, err
 		}
-		if !has && names.Defaulted(mg) {
-			if err := e.api.DeleteKey(ctx, widget, name); err != nil && !widgetapi.IsNotFound(err) {
-				return managed.ExternalObservation{}, errors.Wrap(e.check(err), "cannot revoke key whose secret was lost")
-			}
-			e.record.Event(mg, event.Normal(ReasonRotated, "Key "+name+" existed but its secret was never recorded (the provider stopped between creating it and saving it); revoked it to create a new one"))
+		if !has && names.Defaulted(mg) && createdBy(mg, k) {
+			e.widget, e.lost = w, true
 			return managed.ExternalObservation{}, nil
 		}
 		if !has {
@@ -131,14 +167,20 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	mg.SetConditions(xpv2.Available())
 
 	cd := managed.ConnectionDetails{DetailKeyName: []byte(name), DetailWidget: []byte(widget)}
-	w, err := e.api.GetWidget(ctx, widget)
-	switch {
-	case err == nil && w.Endpoint != "":
+	if w.Endpoint != "" {
 		cd[DetailEndpoint] = []byte(w.Endpoint)
-	case err != nil && !widgetapi.IsNotFound(err):
-		return managed.ExternalObservation{}, errors.Wrap(e.check(err), "cannot get the key's widget")
 	}
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: cd}, nil
+}
+
+// createdBy reports whether mg created k: k carries mg's ownership marker, or
+// is the key whose ID mg recorded (keys created before keys had labels).
+func createdBy(mg commonv1alpha1.WidgetKeyResource, k *widgetapi.Key) bool {
+	if k.Labels[names.OwnerLabel] == names.Owner(mg) {
+		return true
+	}
+	id := mg.GetWidgetKeyObservation().ID
+	return id != "" && id == k.ID
 }
 
 // secretRecorded reports whether the resource's connection Secret holds the
@@ -180,14 +222,26 @@ func hasKey(ctx context.Context, r SecretReader, key types.NamespacedName) (bool
 	return len(s.Data[DetailKey]) > 0, nil
 }
 
-// Create creates the key and returns its secret as connection details.
+// Create creates the key, marked as this resource's, on the widget Observe
+// found within reach, and returns its secret as connection details. A key
+// whose secret was lost is revoked first: the Widget API never reveals a
+// secret again, so only a new key is of use.
 func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreation, error) {
 	name, widget := meta.GetExternalName(mg), mg.GetWidgetName()
+	if e.widget == nil || e.widget.Name != widget {
+		return managed.ExternalCreation{}, errors.Errorf("widget %s does not exist (yet); the key is created once it does", widget)
+	}
+	if e.lost {
+		if err := e.api.DeleteKey(ctx, widget, name); err != nil && !widgetapi.IsNotFound(err) {
+			return managed.ExternalCreation{}, errors.Wrap(e.check(err), "cannot revoke key whose secret was lost")
+		}
+		e.record.Event(mg, event.Normal(ReasonRotated, "Key "+name+" existed but its secret was never recorded (the provider stopped between creating it and saving it); revoked it to create a new one"))
+	}
 	desc := ""
 	if p := mg.GetWidgetKeyParameters(); p.Description != nil {
 		desc = *p.Description
 	}
-	k, err := e.api.CreateKey(ctx, widget, widgetapi.CreateKeyRequest{Name: name, Description: desc})
+	k, err := e.api.CreateKey(ctx, widget, widgetapi.CreateKeyRequest{Name: name, Labels: names.Markers(mg), Description: desc})
 	if widgetapi.IsAlreadyExists(err) {
 		return managed.ExternalCreation{}, errors.Errorf("widget %s already has a key named %s; retrying", widget, name)
 	}
@@ -211,7 +265,8 @@ func (e *external[T]) Update(context.Context, T) (managed.ExternalUpdate, error)
 	return managed.ExternalUpdate{}, nil
 }
 
-// Delete revokes the key. A key that is already gone is success.
+// Delete revokes the key; Observe reported it only if this resource may.
+// A key that is already gone is success.
 func (e *external[T]) Delete(ctx context.Context, mg T) (managed.ExternalDelete, error) {
 	widget := mg.GetWidgetName()
 	if widget == "" {

@@ -219,10 +219,19 @@ func exhaust(t *testing.T, api *widgetapi.Client) {
 	t.Fatal("the Widget API is not rate limiting after 1000 calls")
 }
 
-// seedWidget creates the widget and waits for state.
-func seedWidget(t *testing.T, api *widgetapi.Client, state widgetapi.State) *widgetapi.Widget {
+// ownedWidget returns the labels of a widget that a Widget managed resource
+// named like the widget, in mg's scope and namespace, manages.
+func ownedWidget(mg commonv1alpha1.WidgetKeyResource) map[string]string {
+	if ns := mg.GetNamespace(); ns != "" {
+		return map[string]string{names.OwnerLabel: "n_" + ns + "." + widgetName}
+	}
+	return map[string]string{names.OwnerLabel: "c_" + widgetName}
+}
+
+// seedWidget creates the widget with labels and waits for state.
+func seedWidget(t *testing.T, api *widgetapi.Client, state widgetapi.State, labels map[string]string) *widgetapi.Widget {
 	t.Helper()
-	if _, err := api.CreateWidget(t.Context(), widgetapi.CreateWidgetRequest{Name: widgetName}); err != nil {
+	if _, err := api.CreateWidget(t.Context(), widgetapi.CreateWidgetRequest{Name: widgetName, Labels: labels}); err != nil {
 		t.Fatalf("cannot seed widget: %v", err)
 	}
 	deadline := time.Now().Add(timeout)
@@ -241,9 +250,11 @@ func seedWidget(t *testing.T, api *widgetapi.Client, state widgetapi.State) *wid
 	}
 }
 
-func seedKey(t *testing.T, api *widgetapi.Client, name, desc string) *widgetapi.Key {
+// seedKey creates a key of the widget with labels (names.Markers of the
+// resource that created it, or nil for a key made outside Crossplane).
+func seedKey(t *testing.T, api *widgetapi.Client, name, desc string, labels map[string]string) *widgetapi.Key {
 	t.Helper()
-	k, err := api.CreateKey(t.Context(), widgetName, widgetapi.CreateKeyRequest{Name: name, Description: desc})
+	k, err := api.CreateKey(t.Context(), widgetName, widgetapi.CreateKeyRequest{Name: name, Description: desc, Labels: labels})
 	if err != nil {
 		t.Fatalf("cannot seed key %s: %v", name, err)
 	}
@@ -292,7 +303,9 @@ func testObserve[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() 
 		ready    xpv2.Condition
 		// keyKept says whether the key still exists in the API afterwards.
 		keyKept bool
-		rotated bool
+		// lost says the key was found without its secret, for Create to
+		// replace.
+		lost bool
 		// cache and live say whether each reader was consulted.
 		cache, live bool
 	}
@@ -308,10 +321,9 @@ func testObserve[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() 
 		cache, live secretState
 		// exhaust uses up the rate limit before Observe.
 		exhaust bool
-		// hook runs when the cache is read, between reading the key and
-		// acting on it.
-		hook func(t *testing.T, api *widgetapi.Client)
-		want want
+		// beforeGetKey runs between reading the widget and the key.
+		beforeGetKey func(t *testing.T, api *widgetapi.Client)
+		want         want
 	}{
 		"NoExternalName": {
 			reason: "A resource without an external name has no key yet.",
@@ -369,11 +381,11 @@ func testObserve[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() 
 			want:   want{exists: true, status: true, endpoint: true, ready: xpv2.Available(), keyKept: true},
 		},
 		"SecretLostDefaultName": {
-			reason: "A key whose secret never reached the connection Secret is useless: under a defaulted name it is revoked (with an event) so a new one is created.",
+			reason: "A key whose secret never reached the connection Secret is useless: under a defaulted name it is reported missing and marked lost, so Create replaces it; Observe itself changes nothing.",
 			widget: readyWidget,
 			key:    ptr.To(""),
 			mods:   []mod{defaultName(), forWidget(widgetName), writesSecret()},
-			want:   want{ready: noReady, rotated: true, cache: true, live: true},
+			want:   want{ready: noReady, lost: true, keyKept: true, cache: true, live: true},
 		},
 		"SecretWithoutKeyDefaultName": {
 			reason: "A connection Secret without the key's secret is as good as none.",
@@ -382,7 +394,7 @@ func testObserve[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() 
 			mods:   []mod{defaultName(), forWidget(widgetName), writesSecret()},
 			cache:  secretWithoutKey,
 			live:   secretWithoutKey,
-			want:   want{ready: noReady, rotated: true, cache: true, live: true},
+			want:   want{ready: noReady, lost: true, keyKept: true, cache: true, live: true},
 		},
 		"SecretLostExplicitName": {
 			reason: "A key named explicitly is never revoked by the provider: an error says what to do.",
@@ -433,8 +445,8 @@ func testObserve[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() 
 			live:   secretError,
 			want:   want{err: errBoom, ready: noReady, keyKept: true, cache: true, live: true},
 		},
-		"GetKeyRateLimited": {
-			reason:  "A 429 reading the key goes through Check and is returned.",
+		"GetWidgetRateLimited": {
+			reason:  "A 429 reading the key's widget goes through Check and is returned.",
 			server:  rateLimitedSlowProvisioning,
 			widget:  provisioningWidget,
 			key:     ptr.To(""),
@@ -442,24 +454,14 @@ func testObserve[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() 
 			exhaust: true,
 			want:    want{err: errBoom, checked: isRateLimited, ready: noReady, keyKept: true},
 		},
-		"RevokeRateLimited": {
-			reason: "A 429 revoking a key whose secret was lost goes through Check and is returned; no event claims a rotation.",
-			server: rateLimitedSlowProvisioning,
-			widget: provisioningWidget,
-			key:    ptr.To(""),
-			mods:   []mod{defaultName(), forWidget(widgetName), writesSecret()},
-			hook:   exhaust,
-			want:   want{err: errBoom, checked: isRateLimited, ready: noReady, keyKept: true, cache: true, live: true},
-		},
-		"EndpointLookupRateLimited": {
-			reason: "A 429 reading the key's widget goes through Check and is returned.",
-			server: rateLimitedSlowProvisioning,
-			widget: provisioningWidget,
-			key:    ptr.To(""),
-			mods:   []mod{defaultName(), forWidget(widgetName), writesSecret()},
-			cache:  secretWithKey,
-			hook:   exhaust,
-			want:   want{err: errBoom, checked: isRateLimited, ready: xpv2.Available(), status: true, keyKept: true, cache: true},
+		"GetKeyRateLimited": {
+			reason:       "A 429 reading the key goes through Check and is returned.",
+			server:       rateLimitedSlowProvisioning,
+			widget:       provisioningWidget,
+			key:          ptr.To(""),
+			mods:         []mod{defaultName(), forWidget(widgetName), writesSecret()},
+			beforeGetKey: exhaust,
+			want:         want{err: errBoom, checked: isRateLimited, ready: noReady, keyKept: true},
 		},
 	}
 	for name, tc := range cases {
@@ -479,26 +481,26 @@ func testObserve[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() 
 			var w *widgetapi.Widget
 			switch tc.widget {
 			case readyWidget:
-				w = seedWidget(t, seedAPI, widgetapi.StateReady)
+				w = seedWidget(t, seedAPI, widgetapi.StateReady, ownedWidget(mg))
 			case provisioningWidget:
-				w = seedWidget(t, seedAPI, widgetapi.StateProvisioning)
+				w = seedWidget(t, seedAPI, widgetapi.StateProvisioning, ownedWidget(mg))
 			case noWidget:
 			}
 			var k *widgetapi.Key
 			if tc.key != nil {
-				k = seedKey(t, seedAPI, keyName, *tc.key)
+				k = seedKey(t, seedAPI, keyName, *tc.key, names.Markers(mg))
 			}
 			if tc.exhaust {
 				exhaust(t, api)
 			}
-			var hook func()
-			if tc.hook != nil {
-				hook = func() { tc.hook(t, api) }
+			var hooked API = api
+			if tc.beforeGetKey != nil {
+				hooked = &hookAPI{API: api, beforeGetKey: func() { tc.beforeGetKey(t, api) }}
 			}
-			cache, live := reader(tc.cache, hook), reader(tc.live, nil)
+			cache, live := reader(tc.cache, nil), reader(tc.live, nil)
 			rec := &fakeRecorder{}
 			chk := &checker{}
-			e := &external[T]{api: api, check: chk.check, cache: cache, live: live, record: rec}
+			e := &external[T]{api: hooked, check: chk.check, cache: cache, live: live, record: rec}
 
 			got, err := e.Observe(t.Context(), mg)
 			if diff := cmp.Diff(tc.want.err, err, cmpopts.EquateErrors()); diff != "" {
@@ -538,13 +540,11 @@ func testObserve[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() 
 					t.Errorf("%s\nkey in the API afterwards: want %t, got %t", tc.reason, tc.want.keyKept, got)
 				}
 			}
-			var wantEvents []event.Event
-			if tc.want.rotated {
-				wantEvents = []event.Event{event.Normal(ReasonRotated, "Key "+keyName+" existed but its secret was never recorded "+
-					"(the provider stopped between creating it and saving it); revoked it to create a new one")}
+			if e.lost != tc.want.lost {
+				t.Errorf("%s\nlost: want %t, got %t", tc.reason, tc.want.lost, e.lost)
 			}
-			if diff := cmp.Diff(wantEvents, rec.events); diff != "" {
-				t.Errorf("%s\nevents: -want, +got:\n%s", tc.reason, diff)
+			if len(rec.events) > 0 {
+				t.Errorf("%s\nObserve emitted events %v, want none", tc.reason, rec.events)
 			}
 			for _, r := range []struct {
 				name   string
@@ -579,17 +579,41 @@ func testCreate[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() T
 		// description is the created key's description.
 		description string
 		ready       xpv2.Condition
+		// rotated says a lost key was revoked, with an event.
+		rotated bool
 	}
 	cases := map[string]struct {
 		reason  string
 		server  func(*server.Options)
 		widget  widgetSeed
 		seedKey bool
+		// lost is what Observe found: the seeded key's secret was lost.
+		lost bool
+		// exhaust uses up the rate limit before Create.
+		exhaust bool
 		// deleteWidget starts deleting the widget before the test.
 		deleteWidget bool
 		mods         []mod
 		want         want
 	}{
+		"SecretLost": {
+			reason:  "A key whose secret was lost is revoked (with an event) and a new one created under the same name.",
+			widget:  readyWidget,
+			seedKey: true,
+			lost:    true,
+			mods:    []mod{defaultName(), forWidget(widgetName)},
+			want:    want{created: true, rotated: true, ready: xpv2.Creating()},
+		},
+		"RevokeRateLimited": {
+			reason:  "A 429 revoking a key whose secret was lost goes through Check and is returned; no event claims a rotation.",
+			server:  rateLimitedSlowProvisioning,
+			widget:  provisioningWidget,
+			seedKey: true,
+			lost:    true,
+			exhaust: true,
+			mods:    []mod{defaultName(), forWidget(widgetName)},
+			want:    want{err: errBoom, checked: isRateLimited, ready: noReady},
+		},
 		"Created": {
 			reason: "The key is created and its secret, name and widget are returned as connection details - the only place the secret goes.",
 			widget: readyWidget,
@@ -636,19 +660,31 @@ func testCreate[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() T
 				m(mg)
 			}
 			keyName := meta.GetExternalName(mg)
-			if tc.widget == readyWidget {
-				seedWidget(t, api, widgetapi.StateReady)
+			var w *widgetapi.Widget
+			switch tc.widget {
+			case readyWidget:
+				w = seedWidget(t, api, widgetapi.StateReady, ownedWidget(mg))
+			case provisioningWidget:
+				w = seedWidget(t, api, widgetapi.StateProvisioning, ownedWidget(mg))
+			case noWidget:
 			}
+			var seeded *widgetapi.Key
 			if tc.seedKey {
-				seedKey(t, api, keyName, "")
+				seeded = seedKey(t, api, keyName, "", names.Markers(mg))
 			}
 			if tc.deleteWidget {
 				if _, err := api.DeleteWidget(t.Context(), widgetName); err != nil {
 					t.Fatal(err)
 				}
 			}
+			if tc.exhaust {
+				exhaust(t, api)
+			}
 			chk := &checker{}
-			e := &external[T]{api: env.Client(t, apitest.TokenA), check: chk.check, record: &fakeRecorder{}}
+			rec := &fakeRecorder{}
+			// Observe found w within reach (the reconciler always observes
+			// before it creates).
+			e := &external[T]{api: env.Client(t, apitest.TokenA), check: chk.check, record: rec, widget: w, lost: tc.lost}
 
 			got, err := e.Create(t.Context(), mg)
 			if diff := cmp.Diff(tc.want.err, err, cmpopts.EquateErrors()); diff != "" {
@@ -662,6 +698,14 @@ func testCreate[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() T
 			chk.verify(t, tc.reason, tc.want.checked)
 			if diff := cmp.Diff(tc.want.ready, mg.GetCondition(xpv2.TypeReady), ignoreTransitionTime); diff != "" {
 				t.Errorf("%s\nReady condition: -want, +got:\n%s", tc.reason, diff)
+			}
+			var wantEvents []event.Event
+			if tc.want.rotated {
+				wantEvents = []event.Event{event.Normal(ReasonRotated, "Key "+keyName+" existed but its secret was never recorded "+
+					"(the provider stopped between creating it and saving it); revoked it to create a new one")}
+			}
+			if diff := cmp.Diff(wantEvents, rec.events); diff != "" {
+				t.Errorf("%s\nevents: -want, +got:\n%s", tc.reason, diff)
 			}
 			if !tc.want.created {
 				if diff := cmp.Diff(managed.ExternalCreation{}, got); diff != "" {
@@ -685,6 +729,12 @@ func testCreate[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() T
 			}
 			if k.Description != tc.want.description {
 				t.Errorf("%s\nkey description: want %q, got %q", tc.reason, tc.want.description, k.Description)
+			}
+			if diff := cmp.Diff(names.Markers(mg), k.Labels); diff != "" {
+				t.Errorf("%s\nkey labels: the key must carry the resource's ownership markers: -want, +got:\n%s", tc.reason, diff)
+			}
+			if seeded != nil && k.ID == seeded.ID {
+				t.Errorf("%s\nthe key is still the lost one (ID %s): want a new key", tc.reason, k.ID)
 			}
 			if diff := cmp.Diff(commonv1alpha1.WidgetKeyObservation{}, *mg.GetWidgetKeyObservation()); diff != "" {
 				t.Errorf("%s\nstatus.atProvider is left to Observe: -want, +got:\n%s", tc.reason, diff)
@@ -755,9 +805,9 @@ func testDelete[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() T
 			}
 			deleted()(mg)
 			keyName := meta.GetExternalName(mg)
-			seedWidget(t, seedAPI, widgetapi.StateProvisioning)
+			seedWidget(t, seedAPI, widgetapi.StateProvisioning, ownedWidget(mg))
 			if tc.seedKey {
-				seedKey(t, seedAPI, keyName, "")
+				seedKey(t, seedAPI, keyName, "", names.Markers(mg))
 			}
 			if tc.exhaust {
 				exhaust(t, api)
@@ -793,6 +843,17 @@ func TestUpdateAndDisconnect(t *testing.T) {
 	if err := e.Disconnect(t.Context()); err != nil {
 		t.Errorf("Disconnect(...): want nil, got %v", err)
 	}
+}
+
+// hookAPI runs beforeGetKey before each GetKey.
+type hookAPI struct {
+	API
+	beforeGetKey func()
+}
+
+func (a *hookAPI) GetKey(ctx context.Context, widget, key string) (*widgetapi.Key, error) {
+	a.beforeGetKey()
+	return a.API.GetKey(ctx, widget, key)
 }
 
 // fakeKube serves objs by Go type and key, and accepts the

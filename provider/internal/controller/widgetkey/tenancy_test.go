@@ -1,0 +1,236 @@
+package widgetkey
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/widgetapi"
+	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
+)
+
+// Ownership labels of widgets and keys in these tests. The resource under
+// test is a WidgetKey in namespace team-a (newNamespaced) or the
+// cluster-scoped WidgetKey ci (newCluster).
+var (
+	widgetOfTeamA   = map[string]string{names.OwnerLabel: "n_team-a.w"}
+	widgetOfTeamB   = map[string]string{names.OwnerLabel: "n_team-b.w"}
+	widgetOfCluster = map[string]string{names.OwnerLabel: "c_w"}
+	// A long namespace cannot be read back from the marker, only from the
+	// namespace label.
+	widgetOfTeamALongMarker = map[string]string{names.OwnerLabel: "n_team-a-with-a-very-long-name-that-is-cut-0123456-1a2b3c4d5e", names.OwnerNamespaceLabel: "team-a"}
+	keyOfTeamA              = map[string]string{names.OwnerLabel: "n_team-a.ci"}
+	keyOfTeamAOther         = map[string]string{names.OwnerLabel: "n_team-a.other"}
+	keyOfTeamB              = map[string]string{names.OwnerLabel: "n_team-b.ci"}
+)
+
+// TestTenancy tries, as a hostile tenant in namespace team-a would, every
+// way a WidgetKey could reach another namespace's widgets and keys, and
+// checks what the Widget API saw: which calls were made, and that nothing
+// was created, revoked or copied into status.
+func TestTenancy(t *testing.T) {
+	type want struct {
+		err      bool
+		mentions []string
+		// exists is what Observe reports (Delete runs only if it is true).
+		exists bool
+		// status says status.atProvider shows the key.
+		status bool
+		// calls are the Widget API operations Observe, then Create or
+		// Delete when the reconciler would call them, made.
+		calls []string
+		// keys are the names of the widget's keys afterwards.
+		keys []string
+	}
+	cases := map[string]struct {
+		reason  string
+		cluster bool
+		widget  map[string]string
+		// key is the labels of a key seeded under the resource's external
+		// name; nil for none.
+		key     map[string]string
+		mods    []mod
+		deleted bool
+		want    want
+	}{
+		"KeyOnAnotherNamespacesWidget": {
+			reason: "A key for team-b's widget is refused before the key is read, and none is created.",
+			widget: widgetOfTeamB,
+			mods:   []mod{defaultName(), forWidget(widgetName)},
+			want: want{err: true, mentions: []string{"widget w is not managed by a Widget in namespace team-a", "widgetNameRef"},
+				calls: []string{"get widget"}},
+		},
+		"KeyOnUnownedWidget": {
+			reason: "A widget no resource manages (e.g. only imported with Observe) is out of reach: no key is created on it.",
+			widget: map[string]string{},
+			mods:   []mod{defaultName(), forWidget(widgetName)},
+			want:   want{err: true, mentions: []string{"an Observe-only import does not count"}, calls: []string{"get widget"}},
+		},
+		"KeyOnClusterScopedWidget": {
+			reason: "A widget a cluster-scoped resource (a legacy claim's) manages is out of a namespace's reach.",
+			widget: widgetOfCluster,
+			mods:   []mod{defaultName(), forWidget(widgetName)},
+			want:   want{err: true, calls: []string{"get widget"}},
+		},
+		"RevokeAnotherNamespacesKey": {
+			reason:  "Deleting a WidgetKey whose external name is team-b's key on team-b's widget revokes nothing and reads nothing of the key.",
+			widget:  widgetOfTeamB,
+			key:     keyOfTeamB,
+			mods:    []mod{explicitName("victim"), forWidget(widgetName)},
+			deleted: true,
+			want:    want{calls: []string{"get widget", "get key"}, keys: []string{"victim"}},
+		},
+		"ImportAnotherNamespacesKey": {
+			reason: "Naming team-b's key on team-b's widget is refused before the key is read.",
+			widget: widgetOfTeamB,
+			key:    keyOfTeamB,
+			mods:   []mod{explicitName("victim"), forWidget(widgetName)},
+			want:   want{err: true, calls: []string{"get widget"}, keys: []string{"victim"}},
+		},
+		"KeyNotCreatedByThisResource": {
+			reason: "A key of our namespace's widget that another resource created is not ours to manage: refused, and its details stay out of status.",
+			widget: widgetOfTeamA,
+			key:    keyOfTeamAOther,
+			mods:   []mod{explicitName("shared-key"), forWidget(widgetName)},
+			want: want{err: true, mentions: []string{"shared-key", "did not create"},
+				calls: []string{"get widget", "get key"}, keys: []string{"shared-key"}},
+		},
+		"KeyNotCreatedByThisResourceWhileDeleting": {
+			reason:  "Deleting a WidgetKey never revokes a key it did not create.",
+			widget:  widgetOfTeamA,
+			key:     keyOfTeamAOther,
+			mods:    []mod{explicitName("shared-key"), forWidget(widgetName)},
+			deleted: true,
+			want:    want{calls: []string{"get widget", "get key"}, keys: []string{"shared-key"}},
+		},
+		"UnlabelledKeyWhileDeleting": {
+			reason:  "A key made outside Crossplane is not revoked by a WidgetKey that names it.",
+			widget:  widgetOfTeamA,
+			key:     map[string]string{},
+			mods:    []mod{explicitName("manual"), forWidget(widgetName)},
+			deleted: true,
+			want:    want{calls: []string{"get widget", "get key"}, keys: []string{"manual"}},
+		},
+		"OwnKeyOnWidgetNowElsewhere": {
+			reason:  "Our own key on a widget that another namespace now manages is still revoked on delete - it only takes access away - and nothing of the widget is read into status.",
+			widget:  widgetOfTeamB,
+			key:     keyOfTeamA,
+			mods:    []mod{defaultName(), forWidget(widgetName)},
+			deleted: true,
+			want:    want{exists: true, calls: []string{"get widget", "get key", "delete key"}},
+		},
+		"OwnNamespace": {
+			reason: "A key of a widget that another Widget of the same namespace manages is created, carrying our marker.",
+			widget: widgetOfTeamA,
+			mods:   []mod{defaultName(), forWidget(widgetName)},
+			want:   want{calls: []string{"get widget", "get key", "create key"}, keys: []string{"{key}"}},
+		},
+		"OwnNamespaceLongMarker": {
+			reason: "A widget whose marker was shortened is placed by its namespace label.",
+			widget: widgetOfTeamALongMarker,
+			mods:   []mod{defaultName(), forWidget(widgetName)},
+			want:   want{calls: []string{"get widget", "get key", "create key"}, keys: []string{"{key}"}},
+		},
+		"OwnKey": {
+			reason: "Our own key of our namespace's widget is observed as usual.",
+			widget: widgetOfTeamA,
+			key:    keyOfTeamA,
+			mods:   []mod{defaultName(), forWidget(widgetName)},
+			want:   want{exists: true, status: true, calls: []string{"get widget", "get key"}, keys: []string{"{key}"}},
+		},
+		"ClusterScopedReachesAnyWidget": {
+			reason:  "A cluster-scoped WidgetKey (the platform team's, or a legacy claim's) is not confined to a namespace.",
+			cluster: true,
+			widget:  widgetOfTeamB,
+			mods:    []mod{defaultName(), forWidget(widgetName)},
+			want:    want{calls: []string{"get widget", "get key", "create key"}, keys: []string{"{key}"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			env := apitest.Start(t)
+			seedAPI := env.Client(t, apitest.TokenA)
+			var mu sync.Mutex
+			var calls []string
+			api := env.Client(t, apitest.TokenA, widgetapi.WithObserver(func(op string, _ int, _ time.Duration) {
+				mu.Lock()
+				defer mu.Unlock()
+				calls = append(calls, op)
+			}))
+			var mg commonv1alpha1.WidgetKeyResource = newNamespaced()
+			if tc.cluster {
+				mg = newCluster()
+			}
+			for _, m := range tc.mods {
+				m(mg)
+			}
+			if tc.deleted {
+				deleted()(mg)
+			}
+			keyName := meta.GetExternalName(mg)
+			seedWidget(t, seedAPI, widgetapi.StateReady, tc.widget)
+			if tc.key != nil {
+				seedKey(t, seedAPI, keyName, "", tc.key)
+			}
+
+			e := &external[commonv1alpha1.WidgetKeyResource]{api: api, check: func(err error) error { return err },
+				cache: reader(secretWithKey, nil), live: reader(secretWithKey, nil), record: &fakeRecorder{}}
+			o, err := e.Observe(t.Context(), mg)
+			if (err != nil) != tc.want.err {
+				t.Fatalf("%s\nObserve(...): want error %t, got %v", tc.reason, tc.want.err, err)
+			}
+			for _, f := range tc.want.mentions {
+				if !strings.Contains(err.Error(), f) {
+					t.Errorf("%s\nObserve(...): error %q does not mention %q", tc.reason, err, f)
+				}
+			}
+			if o.ResourceExists != tc.want.exists {
+				t.Errorf("%s\nObserve(...).ResourceExists: want %t, got %t", tc.reason, tc.want.exists, o.ResourceExists)
+			}
+			// What the managed reconciler would do next.
+			switch {
+			case err != nil:
+			case tc.deleted && o.ResourceExists:
+				if _, err := e.Delete(t.Context(), mg); err != nil {
+					t.Fatalf("%s\nDelete(...): %v", tc.reason, err)
+				}
+			case !tc.deleted && !o.ResourceExists:
+				if _, err := e.Create(t.Context(), mg); err != nil {
+					t.Fatalf("%s\nCreate(...): %v", tc.reason, err)
+				}
+			}
+			if diff := cmp.Diff(tc.want.calls, calls); diff != "" {
+				t.Errorf("%s\nWidget API calls: -want, +got:\n%s", tc.reason, diff)
+			}
+			if got := mg.GetWidgetKeyObservation().ID != ""; got != tc.want.status {
+				t.Errorf("%s\nstatus.atProvider shows a key: want %t, got %t (%+v)", tc.reason, tc.want.status, got, *mg.GetWidgetKeyObservation())
+			}
+			if err != nil && mg.GetCondition(xpv2.TypeReady) != noReady {
+				t.Errorf("%s\na refused resource got a Ready condition: %+v", tc.reason, mg.GetCondition(xpv2.TypeReady))
+			}
+			list, lerr := seedAPI.ListKeys(t.Context(), widgetName)
+			if lerr != nil {
+				t.Fatal(lerr)
+			}
+			var got []string
+			for _, k := range list.Items {
+				got = append(got, k.Name)
+			}
+			var wantKeys []string
+			for _, k := range tc.want.keys {
+				wantKeys = append(wantKeys, strings.ReplaceAll(k, "{key}", keyName))
+			}
+			if diff := cmp.Diff(wantKeys, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nkeys of widget %s afterwards: -want, +got:\n%s", tc.reason, widgetName, diff)
+			}
+		})
+	}
+}
