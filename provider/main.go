@@ -156,7 +156,7 @@ func run(c *cli) error {
 		clients.WithObserver(own.ObserveAPI),
 		clients.WithRetryPolicy(retryPolicy(c.APIRetries)))
 	d := mrsetup.Deps{
-		Gate:       &clients.Gate{Resolver: resolver, Throttle: throttle},
+		Sessions:   &clients.Sessions{Resolver: resolver, Throttle: throttle},
 		Metrics:    own,
 		PollJitter: jitter,
 	}
@@ -167,7 +167,7 @@ func run(c *cli) error {
 			return fmt.Errorf("cannot add the change feed manager: %w", err)
 		}
 		d.Feed = fm
-		d.Gate.Feeds = fm
+		d.Sessions.Feeds = fm
 	}
 	if err := widgetcontroller.Setup(mgr, o, d); err != nil {
 		return err

@@ -40,8 +40,8 @@ type FeedSource interface {
 
 // Deps are shared by every managed resource controller.
 type Deps struct {
-	Gate    *clients.Gate
-	Metrics *metrics.Metrics
+	Sessions *clients.Sessions
+	Metrics  *metrics.Metrics
 	// Feed, when set, requeues resources as soon as the change feed reports
 	// a change to their widget.
 	Feed FeedSource

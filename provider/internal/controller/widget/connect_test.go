@@ -110,7 +110,7 @@ func TestConnect(t *testing.T) {
 	})
 }
 
-// testConnect checks the connector end to end with a real Gate: a resource
+// testConnect checks the connector end to end with real Sessions: a resource
 // connects through its ProviderConfig, follows its widget's changes, and a
 // 429 from the Widget API throttles the connection and delays the resource.
 func testConnect[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T, config func(endpoint string) []client.Object) {
@@ -167,7 +167,7 @@ func testConnect[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T, 
 			feeds := &fakeFollower{}
 			delay := &fakeDelayer{}
 			c := &connector[T]{
-				gate:     &clients.Gate{Resolver: clients.NewResolver(fakeKube(objs...), clients.WithThrottle(th)), Throttle: th, Feeds: feeds},
+				sessions: &clients.Sessions{Resolver: clients.NewResolver(fakeKube(objs...), clients.WithThrottle(th)), Throttle: th, Feeds: feeds},
 				delay:    delay,
 				record:   &fakeRecorder{},
 				metrics:  metrics.New(),

@@ -98,7 +98,7 @@ func TestTenancy(t *testing.T) {
 			if tc.stale {
 				mg.SetWidgetObservation(observation(seeded))
 			}
-			e := &external[commonv1alpha1.WidgetResource]{api: api, check: func(err error) error { return err }, record: &fakeRecorder{}, metrics: metrics.New(), kind: "Widget"}
+			e := &external[commonv1alpha1.WidgetResource]{api: api, record: &fakeRecorder{}, metrics: metrics.New(), kind: "Widget"}
 
 			o, err := e.Observe(t.Context(), mg)
 			if (err != nil) != tc.want.err {

@@ -46,7 +46,7 @@ const (
 
 // connector connects a Widget of scope T to the Widget API.
 type connector[T commonv1alpha1.WidgetResource] struct {
-	gate     *clients.Gate
+	sessions *clients.Sessions
 	delay    clients.Delayer
 	record   event.Recorder
 	metrics  *metrics.Metrics
@@ -56,18 +56,17 @@ type connector[T commonv1alpha1.WidgetResource] struct {
 
 // Connect resolves the ProviderConfig and returns a client for one reconcile.
 func (c *connector[T]) Connect(ctx context.Context, mg T) (managed.TypedExternalClient[T], error) {
-	s, err := c.gate.Connect(ctx, mg, c.delay, c.feedKind, meta.GetExternalName(mg))
+	s, err := c.sessions.Open(ctx, mg, c.delay, c.feedKind, meta.GetExternalName(mg))
 	if err != nil {
 		return nil, err
 	}
-	return &external[T]{api: s.Client, check: s.Check, seen: s.Seen, record: c.record, metrics: c.metrics, kind: c.kind}, nil
+	return &external[T]{api: s, record: c.record, metrics: c.metrics, kind: c.kind}, nil
 }
 
-// external manages one Widget's widget.
+// external manages one Widget's widget. Its API is a clients.Session, which
+// handles rate limiting and change feed bookkeeping for every call.
 type external[T commonv1alpha1.WidgetResource] struct {
 	api     API
-	check   func(error) error
-	seen    func(*widgetapi.Widget) // tells the change feed what we read or wrote
 	record  event.Recorder
 	metrics *metrics.Metrics
 	kind    string
@@ -75,14 +74,6 @@ type external[T commonv1alpha1.WidgetResource] struct {
 	// adopting is set by Observe when the widget is not yet marked as ours
 	// and not one we managed before, so Update reports an adoption.
 	adopting bool
-}
-
-// saw tells the change feed which version of the widget this reconcile
-// read or wrote.
-func (e *external[T]) saw(w *widgetapi.Widget) {
-	if e.seen != nil {
-		e.seen(w)
-	}
 }
 
 // Observe reads the widget, takes ownership decisions, late-initializes the
@@ -101,9 +92,8 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		return managed.ExternalObservation{}, nil
 	}
 	if err != nil {
-		return managed.ExternalObservation{}, errors.Wrap(e.check(err), "cannot get widget")
+		return managed.ExternalObservation{}, errors.Wrap(err, "cannot get widget")
 	}
-	e.saw(w)
 
 	me := names.Owner(mg)
 	owner := w.Labels[names.OwnerLabel]
@@ -169,9 +159,8 @@ func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreatio
 		return managed.ExternalCreation{}, errors.Errorf("the Widget API already has a widget named %s (created concurrently, or still being deleted); retrying", name)
 	}
 	if err != nil {
-		return managed.ExternalCreation{}, errors.Wrap(e.check(err), "cannot create widget")
+		return managed.ExternalCreation{}, errors.Wrap(err, "cannot create widget")
 	}
-	e.saw(w)
 	mg.SetWidgetObservation(observation(w))
 	mg.SetConditions(readiness(w, false))
 	return managed.ExternalCreation{}, nil
@@ -196,9 +185,8 @@ func (e *external[T]) Update(ctx context.Context, mg T) (managed.ExternalUpdate,
 		return managed.ExternalUpdate{}, errors.Errorf("widget %s changed while it was being updated; reading it again", name)
 	}
 	if err != nil {
-		return managed.ExternalUpdate{}, errors.Wrap(e.check(err), "cannot update widget")
+		return managed.ExternalUpdate{}, errors.Wrap(err, "cannot update widget")
 	}
-	e.saw(w)
 	mg.SetWidgetObservation(observation(w))
 	mg.SetConditions(readiness(w, false))
 
@@ -233,7 +221,7 @@ func (e *external[T]) cause(mg T) string {
 func (e *external[T]) Delete(ctx context.Context, mg T) (managed.ExternalDelete, error) {
 	_, err := e.api.DeleteWidget(ctx, meta.GetExternalName(mg))
 	if err != nil && !widgetapi.IsNotFound(err) {
-		return managed.ExternalDelete{}, errors.Wrap(e.check(err), "cannot delete widget")
+		return managed.ExternalDelete{}, errors.Wrap(err, "cannot delete widget")
 	}
 	mg.SetConditions(xpv2.Deleting())
 	return managed.ExternalDelete{}, nil
@@ -279,7 +267,7 @@ func readiness(w *widgetapi.Widget, deleting bool) xpv2.Condition {
 // type is T.
 func Setup[T commonv1alpha1.WidgetResource](mgr ctrl.Manager, o controller.Options, d mrsetup.Deps, gvk schema.GroupVersionKind, newObj func() T, newList func() resource.ManagedList) error {
 	return mrsetup.Setup(mgr, o, d, gvk, newObj, newList, func(env mrsetup.Env) managed.TypedExternalConnector[T] {
-		return &connector[T]{gate: d.Gate, delay: env.Limiter, record: env.Record, metrics: d.Metrics, kind: env.Kind, feedKind: env.Kind}
+		return &connector[T]{sessions: d.Sessions, delay: env.Limiter, record: env.Record, metrics: d.Metrics, kind: env.Kind, feedKind: env.Kind}
 	})
 }
 

@@ -181,7 +181,7 @@ func TestTenancy(t *testing.T) {
 				seedKey(t, seedAPI, keyName, "", tc.key)
 			}
 
-			e := &external[commonv1alpha1.WidgetKeyResource]{api: api, check: func(err error) error { return err },
+			e := &external[commonv1alpha1.WidgetKeyResource]{api: api,
 				cache: reader(secretWithKey, nil), live: reader(secretWithKey, nil), record: &fakeRecorder{}}
 			o, err := e.Observe(t.Context(), mg)
 			if (err != nil) != tc.want.err {

@@ -54,26 +54,27 @@ type SecretReader interface {
 }
 
 type connector[T commonv1alpha1.WidgetKeyResource] struct {
-	kind   string
-	gate   *clients.Gate
-	delay  clients.Delayer
-	cache  SecretReader
-	live   SecretReader
-	record event.Recorder
+	kind     string
+	sessions *clients.Sessions
+	delay    clients.Delayer
+	cache    SecretReader
+	live     SecretReader
+	record   event.Recorder
 }
 
 // Connect resolves the ProviderConfig and returns a client for one reconcile.
 func (c *connector[T]) Connect(ctx context.Context, mg T) (managed.TypedExternalClient[T], error) {
-	s, err := c.gate.Connect(ctx, mg, c.delay, c.kind, mg.GetWidgetName())
+	s, err := c.sessions.Open(ctx, mg, c.delay, c.kind, mg.GetWidgetName())
 	if err != nil {
 		return nil, err
 	}
-	return &external[T]{api: s.Client, check: s.Check, cache: c.cache, live: c.live, record: c.record}, nil
+	return &external[T]{api: s, cache: c.cache, live: c.live, record: c.record}, nil
 }
 
+// external manages one WidgetKey's key. Its API is a clients.Session, which
+// handles rate limiting for every call.
 type external[T commonv1alpha1.WidgetKeyResource] struct {
-	api   API
-	check func(error) error
+	api API
 	// cache is the informer-backed reader; live reads the API server, to
 	// confirm a Secret the cache does not show yet before acting on it.
 	cache, live SecretReader
@@ -114,7 +115,7 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		return managed.ExternalObservation{}, nil
 	}
 	if err != nil {
-		return managed.ExternalObservation{}, errors.Wrap(e.check(err), "cannot get the key's widget")
+		return managed.ExternalObservation{}, errors.Wrap(err, "cannot get the key's widget")
 	}
 	reach := names.Reaches(mg, w.Labels)
 	if !reach && !meta.WasDeleted(mg) {
@@ -129,7 +130,7 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		return managed.ExternalObservation{}, nil
 	}
 	if err != nil {
-		return managed.ExternalObservation{}, errors.Wrap(e.check(err), "cannot get key")
+		return managed.ExternalObservation{}, errors.Wrap(err, "cannot get key")
 	}
 	if mg.GetNamespace() != "" && !createdBy(mg, k) {
 		if meta.WasDeleted(mg) {
@@ -233,7 +234,7 @@ func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreatio
 	}
 	if e.lost {
 		if err := e.api.DeleteKey(ctx, widget, name); err != nil && !widgetapi.IsNotFound(err) {
-			return managed.ExternalCreation{}, errors.Wrap(e.check(err), "cannot revoke key whose secret was lost")
+			return managed.ExternalCreation{}, errors.Wrap(err, "cannot revoke key whose secret was lost")
 		}
 		e.record.Event(mg, event.Normal(ReasonRotated, "Key "+name+" existed but its secret was never recorded (the provider stopped between creating it and saving it); revoked it to create a new one"))
 	}
@@ -249,7 +250,7 @@ func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreatio
 		return managed.ExternalCreation{}, errors.Errorf("widget %s does not exist (yet); the key is created once it does", widget)
 	}
 	if err != nil {
-		return managed.ExternalCreation{}, errors.Wrap(e.check(err), "cannot create key")
+		return managed.ExternalCreation{}, errors.Wrap(err, "cannot create key")
 	}
 	mg.SetConditions(xpv2.Creating())
 	return managed.ExternalCreation{ConnectionDetails: managed.ConnectionDetails{
@@ -274,7 +275,7 @@ func (e *external[T]) Delete(ctx context.Context, mg T) (managed.ExternalDelete,
 	}
 	err := e.api.DeleteKey(ctx, widget, meta.GetExternalName(mg))
 	if err != nil && !widgetapi.IsNotFound(err) {
-		return managed.ExternalDelete{}, errors.Wrap(e.check(err), "cannot revoke key")
+		return managed.ExternalDelete{}, errors.Wrap(err, "cannot revoke key")
 	}
 	return managed.ExternalDelete{}, nil
 }
@@ -291,6 +292,6 @@ func observeOnly(mg resource.Managed) bool {
 // Go type is T.
 func Setup[T commonv1alpha1.WidgetKeyResource](mgr ctrl.Manager, o controller.Options, d mrsetup.Deps, gvk schema.GroupVersionKind, newObj func() T, newList func() resource.ManagedList) error {
 	return mrsetup.Setup(mgr, o, d, gvk, newObj, newList, func(env mrsetup.Env) managed.TypedExternalConnector[T] {
-		return &connector[T]{kind: env.Kind, gate: d.Gate, delay: env.Limiter, cache: mgr.GetClient(), live: mgr.GetAPIReader(), record: env.Record}
+		return &connector[T]{kind: env.Kind, sessions: d.Sessions, delay: env.Limiter, cache: mgr.GetClient(), live: mgr.GetAPIReader(), record: env.Record}
 	})
 }

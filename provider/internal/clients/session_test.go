@@ -2,7 +2,10 @@ package clients
 
 import (
 	"context"
-	"errors"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -64,7 +67,7 @@ func (f *fakeFollower) Seen(c *Connection, kind, widget string, key types.Namesp
 	f.seen = append(f.seen, seen{Follow: follow{Key: c.Key, Kind: kind, Widget: widget, MR: key}, Generation: generation, State: state})
 }
 
-func TestGateConnect(t *testing.T) {
+func TestSessionsOpen(t *testing.T) {
 	env := apitest.Start(t)
 	ref := &xpv2.ProviderConfigReference{Kind: nsv1alpha1.ProviderConfigKind, Name: testPC}
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: testNamespace, Name: "web"}}
@@ -95,7 +98,7 @@ func TestGateConnect(t *testing.T) {
 			want:     want{follows: []follow{{Key: conn.Key, Kind: "Widget.kind", Widget: "web-widget", MR: req.NamespacedName}}},
 		},
 		"NoFeeds": {
-			reason:   "Without a change feed the gate still connects.",
+			reason:   "Without a change feed a session still opens.",
 			resolver: resolver,
 			noFeeds:  true,
 		},
@@ -105,7 +108,7 @@ func TestGateConnect(t *testing.T) {
 			want:     want{err: cmpopts.AnyError},
 		},
 		"ShortRetryAfter": {
-			reason:   "A Retry-After shorter than the longest wait is waited out in Connect, without a requeue.",
+			reason:   "A Retry-After shorter than the longest wait is waited out in Open, without a requeue.",
 			resolver: resolver,
 			throttle: func(th *Throttle) { th.Throttled(conn.Key, 100*time.Millisecond) },
 			want:     want{follows: []follow{{Key: conn.Key, Kind: "Widget.kind", Widget: "web-widget", MR: req.NamespacedName}}},
@@ -131,7 +134,7 @@ func TestGateConnect(t *testing.T) {
 				tc.throttle(th)
 			}
 			feeds := &fakeFollower{}
-			g := &Gate{Resolver: tc.resolver, Throttle: th, Feeds: feeds}
+			g := &Sessions{Resolver: tc.resolver, Throttle: th, Feeds: feeds}
 			if tc.noFeeds {
 				g.Feeds = nil
 			}
@@ -141,9 +144,9 @@ func TestGateConnect(t *testing.T) {
 			}
 			defer cancel()
 			d := &fakeDelayer{}
-			s, err := g.Connect(ctx, nsMR(ref), d, "Widget.kind", "web-widget")
+			s, err := g.Open(ctx, nsMR(ref), d, "Widget.kind", "web-widget")
 			if diff := cmp.Diff(tc.want.err, err, cmpopts.EquateErrors()); diff != "" {
-				t.Fatalf("%s\nConnect(...): -want error, +got error:\n%s", tc.reason, diff)
+				t.Fatalf("%s\nOpen(...): -want error, +got error:\n%s", tc.reason, diff)
 			}
 			if diff := cmp.Diff(tc.want.follows, feeds.follows, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("%s\nFollow calls: -want, +got:\n%s", tc.reason, diff)
@@ -156,11 +159,11 @@ func TestGateConnect(t *testing.T) {
 					t.Errorf("%s\nAfter calls: want one for %v of %s to %s, got %v", tc.reason, req, tc.want.delay, tc.want.delay*3/2, d.after)
 				}
 				if !strings.Contains(err.Error(), env.URL) {
-					t.Errorf("%s\nConnect(...): error %q does not name the endpoint", tc.reason, err)
+					t.Errorf("%s\nOpen(...): error %q does not name the endpoint", tc.reason, err)
 				}
 			}
-			if err == nil && s.Key != conn.Key {
-				t.Errorf("%s\nConnect(...).Key: want %q, got %q", tc.reason, conn.Key, s.Key)
+			if err == nil && s.Key() != conn.Key {
+				t.Errorf("%s\nOpen(...).Key(): want %q, got %q", tc.reason, conn.Key, s.Key())
 			}
 		})
 	}
@@ -176,80 +179,79 @@ var approxDuration = cmp.Comparer(func(a, b time.Duration) bool {
 	return d <= max(a, b)/50
 })
 
-// TestSessionCheck checks that a 429 from the Widget API throttles the
-// connection for every resource using it and delays the resource's retry.
-func TestSessionCheck(t *testing.T) {
+// TestSessionRateLimit checks that a 429 from the Widget API, answered to a
+// call through a session, throttles the connection for every resource using
+// it and delays the resource's retry.
+func TestSessionRateLimit(t *testing.T) {
 	ref := &xpv2.ProviderConfigReference{Kind: nsv1alpha1.ProviderConfigKind, Name: testPC}
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: testNamespace, Name: "web"}}
 
 	type want struct {
-		// delay is the delay Check asks for, if any; 0 for none.
+		// delay is the delay asked for, if any; 0 for none.
 		delay time.Duration
-		// throttled says whether the next Connect is refused.
-		throttled bool
 	}
 	cases := map[string]struct {
 		reason string
-		// err returns the error to check, from calls through s.
-		err  func(t *testing.T, s *Session) error
-		want want
+		// status and retryAfter are what a stub Widget API answers; with
+		// status 0 the reference server answers, allowing one call per
+		// 1000s.
+		status     int
+		retryAfter string
+		// calls is how many GetWidget calls to make.
+		calls int
+		want  want
 	}{
 		"RateLimitedByServer": {
 			reason: "A real 429 delays the resource by the server's Retry-After and throttles the connection.",
-			err: func(t *testing.T, s *Session) error {
-				t.Helper()
-				if _, err := s.Client.ListWidgets(t.Context(), widgetapi.ListWidgetsOptions{}); err != nil {
-					t.Fatalf("first ListWidgets: %v", err)
-				}
-				_, err := s.Client.ListWidgets(t.Context(), widgetapi.ListWidgetsOptions{})
-				if _, ok := widgetapi.IsRateLimited(err); !ok {
-					t.Fatalf("second ListWidgets: want 429, got %v", err)
-				}
-				return err
-			},
+			calls:  2,
 			// The server allows one call per 1000s (a little less when the
 			// second call comes seconds after the first).
-			want: want{delay: 1000 * time.Second, throttled: true},
+			want: want{delay: 1000 * time.Second},
 		},
 		"RateLimitedWithoutRetryAfter": {
 			reason: "A 429 without Retry-After still backs off for at least a second.",
-			err: func(*testing.T, *Session) error {
-				return &widgetapi.Error{Op: "get widget", StatusCode: 429}
-			},
-			want: want{delay: time.Second},
+			status: http.StatusTooManyRequests,
+			calls:  1,
+			want:   want{delay: time.Second},
 		},
-		"OtherError": {
-			reason: "Other errors neither throttle nor delay.",
-			err:    func(*testing.T, *Session) error { return errBoom },
+		"ShortRetryAfter": {
+			reason:     "A Retry-After under a second backs off for a second.",
+			status:     http.StatusTooManyRequests,
+			retryAfter: "0",
+			calls:      1,
+			want:       want{delay: time.Second},
 		},
 		"NotFound": {
 			reason: "A 404 is an answer, not a reason to slow down.",
-			err: func(t *testing.T, s *Session) error {
-				t.Helper()
-				_, err := s.Client.GetWidget(t.Context(), "missing")
-				return err
-			},
+			status: http.StatusNotFound,
+			calls:  1,
 		},
-		"NoError": {
-			reason: "Checking no error is a no-op.",
-			err:    func(*testing.T, *Session) error { return nil },
+		"Conflict": {
+			reason: "Other errors neither throttle nor delay.",
+			status: http.StatusConflict,
+			calls:  1,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			env := apitest.Start(t, apitest.WithOptions(func(o *server.Options) { o.RateLimit = 0.001; o.RateBurst = 1 }))
-			g := &Gate{
-				Resolver: NewResolver(newFakeKube(nsPC(env.URL), tokenSecret(testNamespace, apitest.TokenA))),
+			url := stubAPI(t, tc.status, tc.retryAfter)
+			if tc.status == 0 {
+				url = apitest.Start(t, apitest.WithOptions(func(o *server.Options) { o.RateLimit = 0.001; o.RateBurst = 1 })).URL
+			}
+			g := &Sessions{
+				Resolver: NewResolver(newFakeKube(nsPC(url), tokenSecret(testNamespace, apitest.TokenA))),
 				Throttle: NewThrottle(),
 			}
 			d := &fakeDelayer{}
-			s, err := g.Connect(t.Context(), nsMR(ref), d, "Widget.kind", "web")
+			s, err := g.Open(t.Context(), nsMR(ref), d, "Widget.kind", "web")
 			if err != nil {
-				t.Fatalf("Connect(...): %v", err)
+				t.Fatalf("Open(...): %v", err)
 			}
-			in := tc.err(t, s)
-			if got := s.Check(in); !errors.Is(got, in) || (in == nil) != (got == nil) {
-				t.Errorf("%s\nCheck(err): want err back, got %v", tc.reason, got)
+			for range tc.calls {
+				_, err = s.GetWidget(t.Context(), "web")
+			}
+			if _, limited := widgetapi.IsRateLimited(err); limited != (tc.want.delay > 0) {
+				t.Errorf("%s\nGetWidget(...): want the API's error back, got %v", tc.reason, err)
 			}
 			var want []delay
 			if tc.want.delay > 0 {
@@ -258,21 +260,92 @@ func TestSessionCheck(t *testing.T) {
 			if diff := cmp.Diff(want, d.after, cmpopts.EquateEmpty(), approxDuration); diff != "" {
 				t.Errorf("%s\nAfter calls: -want, +got:\n%s", tc.reason, diff)
 			}
-			if got := g.Throttle.Admit(s.Key) > 0; got != (tc.want.delay > 0) {
+			if got := g.Throttle.Admit(s.Key()) > 0; got != (tc.want.delay > 0) {
 				t.Errorf("%s\nconnection throttled: got %t, want %t", tc.reason, got, tc.want.delay > 0)
 			}
-			if !tc.want.throttled {
+			if tc.want.delay < maxWait {
 				return
 			}
 			again := &fakeDelayer{}
-			if _, err := g.Connect(t.Context(), nsMR(ref), again, "Widget.kind", "web"); err == nil {
-				t.Errorf("%s\nConnect(...) after a 429: want an error while throttled, got none", tc.reason)
+			if _, err := g.Open(t.Context(), nsMR(ref), again, "Widget.kind", "web"); err == nil {
+				t.Errorf("%s\nOpen(...) after a 429: want an error while throttled, got none", tc.reason)
 			}
 			if len(again.after) != 1 || again.after[0].D < tc.want.delay*9/10 {
-				t.Errorf("%s\nConnect(...) after a 429: want a delay of at least %s, got %v", tc.reason, tc.want.delay, again.after)
+				t.Errorf("%s\nOpen(...) after a 429: want a delay of at least %s, got %v", tc.reason, tc.want.delay, again.after)
 			}
 		})
 	}
+}
+
+// TestSessionGuardsEveryCall calls every Widget API method a Session has
+// against an API that answers 429 to everything: each must throttle the
+// connection and delay the resource. A method added without the guard fails
+// here.
+func TestSessionGuardsEveryCall(t *testing.T) {
+	url := stubAPI(t, http.StatusTooManyRequests, "30")
+	ref := &xpv2.ProviderConfigReference{Kind: nsv1alpha1.ProviderConfigKind, Name: testPC}
+	resolver := NewResolver(newFakeKube(nsPC(url), tokenSecret(testNamespace, apitest.TokenA)))
+	st := reflect.TypeFor[*Session]()
+	errType := reflect.TypeFor[error]()
+	ctxType := reflect.TypeFor[context.Context]()
+	var guarded []string
+	for i := range st.NumMethod() {
+		m := st.Method(i)
+		ft := m.Type
+		if ft.NumIn() < 2 || ft.In(1) != ctxType || ft.Out(ft.NumOut()-1) != errType {
+			continue // not an API call
+		}
+		guarded = append(guarded, m.Name)
+		t.Run(m.Name, func(t *testing.T) {
+			g := &Sessions{Resolver: resolver, Throttle: NewThrottle()}
+			d := &fakeDelayer{}
+			s, err := g.Open(t.Context(), nsMR(ref), d, "Widget.kind", "web")
+			if err != nil {
+				t.Fatalf("Open(...): %v", err)
+			}
+			args := []reflect.Value{reflect.ValueOf(s), reflect.ValueOf(t.Context())}
+			for j := 2; j < ft.NumIn(); j++ {
+				switch {
+				case ft.IsVariadic() && j == ft.NumIn()-1:
+				case ft.In(j).Kind() == reflect.String:
+					args = append(args, reflect.ValueOf("web"))
+				default:
+					args = append(args, reflect.Zero(ft.In(j)))
+				}
+			}
+			out := m.Func.Call(args)
+			err, _ = out[len(out)-1].Interface().(error)
+			if _, ok := widgetapi.IsRateLimited(err); !ok {
+				t.Errorf("%s(...): want the 429 back, got %v", m.Name, err)
+			}
+			if len(d.after) != 1 || d.after[0].D < 29*time.Second {
+				t.Errorf("%s(...): want the resource delayed by the Retry-After (30s), got %v", m.Name, d.after)
+			}
+			if g.Throttle.Admit(s.Key()) <= 0 {
+				t.Errorf("%s(...): the connection is not throttled after a 429", m.Name)
+			}
+		})
+	}
+	want := []string{"CreateKey", "CreateWidget", "DeleteKey", "DeleteWidget", "GetKey", "GetWidget", "ReplaceWidget"}
+	if diff := cmp.Diff(want, guarded); diff != "" {
+		t.Errorf("Session's API calls: -want, +got:\n%s", diff)
+	}
+}
+
+// stubAPI serves status (and Retry-After, when set) to every request, with
+// a problem body, and returns its URL.
+func stubAPI(t *testing.T, status int, retryAfter string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if retryAfter != "" {
+			w.Header().Set("Retry-After", retryAfter)
+		}
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(`{"status":` + strconv.Itoa(status) + `,"code":"stub","title":"stub"}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // TestSessionSeen checks that a session reports the versions of its own
@@ -307,23 +380,60 @@ func TestSessionSeen(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			feeds := &fakeFollower{}
-			g := &Gate{Resolver: resolver, Throttle: NewThrottle(), Feeds: feeds}
+			g := &Sessions{Resolver: resolver, Throttle: NewThrottle(), Feeds: feeds}
 			if tc.noFeeds {
 				g.Feeds = nil
 			}
-			s, err := g.Connect(t.Context(), nsMR(ref), &fakeDelayer{}, "Widget.kind", "web-widget")
+			s, err := g.Open(t.Context(), nsMR(ref), &fakeDelayer{}, "Widget.kind", "web-widget")
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, w := range tc.seen {
-				s.Seen(w)
+				if _, err := s.saw(w, nil); err != nil {
+					t.Fatal(err)
+				}
 			}
 			for i := range tc.want {
-				tc.want[i].Follow.Key = s.Key
+				tc.want[i].Follow.Key = s.Key()
 			}
 			if diff := cmp.Diff(tc.want, feeds.seen, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("%s\nseen: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestSessionCallsReportSeen checks that the widget versions that calls
+// through a session read or write reach the change feed.
+func TestSessionCallsReportSeen(t *testing.T) {
+	env := apitest.Start(t, apitest.WithOptions(func(o *server.Options) { o.ProvisionDelay = time.Hour }))
+	ref := &xpv2.ProviderConfigReference{Kind: nsv1alpha1.ProviderConfigKind, Name: testPC}
+	feeds := &fakeFollower{}
+	g := &Sessions{Resolver: NewResolver(newFakeKube(nsPC(env.URL), tokenSecret(testNamespace, apitest.TokenA))), Throttle: NewThrottle(), Feeds: feeds}
+	s, err := g.Open(t.Context(), nsMR(ref), &fakeDelayer{}, "Widget.kind", "web-widget")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := s.CreateWidget(ctx, widgetapi.CreateWidgetRequest{Name: "web-widget", Size: widgetapi.SizeSmall}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReplaceWidget(ctx, "web-widget", widgetapi.ReplaceWidgetRequest{Size: widgetapi.SizeLarge}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetWidget(ctx, "web-widget"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateWidget(ctx, widgetapi.CreateWidgetRequest{Name: "other", Size: widgetapi.SizeSmall}); err != nil {
+		t.Fatal(err)
+	}
+	f := follow{Key: s.Key(), Kind: "Widget.kind", Widget: "web-widget", MR: types.NamespacedName{Namespace: testNamespace, Name: "web"}}
+	want := []seen{
+		{Follow: f, Generation: 1, State: widgetapi.StateProvisioning},
+		{Follow: f, Generation: 2, State: widgetapi.StateProvisioning},
+		{Follow: f, Generation: 2, State: widgetapi.StateProvisioning},
+	}
+	if diff := cmp.Diff(want, feeds.seen); diff != "" {
+		t.Errorf("seen: -want, +got:\n%s", diff)
 	}
 }

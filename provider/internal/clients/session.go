@@ -1,0 +1,161 @@
+package clients
+
+import (
+	"context"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/widgetco/crossplane-widget/widgetapi"
+)
+
+// A Follower follows a connection's change feed and requeues the managed
+// resource key of kind when widget changes. Calls must be cheap and
+// idempotent: every reconcile makes one.
+type Follower interface {
+	Follow(c *Connection, kind, widget string, key types.NamespacedName)
+	// Seen records the widget version key has just read or written, so
+	// the feed's echo of that version does not requeue it.
+	Seen(c *Connection, kind, widget string, key types.NamespacedName, generation int64, state widgetapi.State)
+}
+
+// A Delayer asks the controller not to retry a request sooner than d.
+type Delayer interface {
+	After(req reconcile.Request, d time.Duration)
+}
+
+// Sessions opens Widget API sessions for managed resources on behalf of a
+// controller, and keeps the controller from hammering an API that is rate
+// limiting it: after a 429, sessions on the same connection are not opened
+// and the managed resources are requeued after the server's Retry-After.
+type Sessions struct {
+	Resolver *Resolver
+	Throttle *Throttle
+	Feeds    Follower
+}
+
+// Open resolves mg's connection and returns a session for one reconcile. It
+// fails without calling the API while the connection is throttled. kind and
+// widget say which change feed entries concern mg.
+func (g *Sessions) Open(ctx context.Context, mg resource.Managed, delay Delayer, kind, widget string) (*Session, error) {
+	c, err := g.Resolver.Resolve(ctx, mg)
+	if err != nil {
+		return nil, err
+	}
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}}
+	// A short wait is cheaper than a failed reconcile and a condition that
+	// flaps; a long one frees the worker and requeues.
+	deadline := time.Now().Add(maxWait)
+	for d := g.Throttle.Admit(c.Key); d > 0; d = g.Throttle.Admit(c.Key) {
+		if time.Until(deadline) < d {
+			delay.After(req, d)
+			return nil, errors.Errorf("the Widget API at %s is rate limiting this provider; retrying in %s", c.Endpoint, d.Round(100*time.Millisecond))
+		}
+		if err := sleep(ctx, d); err != nil {
+			return nil, errors.Wrap(err, "cannot wait for the Widget API rate limit")
+		}
+	}
+	if g.Feeds != nil {
+		g.Feeds.Follow(c, kind, widget, req.NamespacedName)
+	}
+	return &Session{conn: c, sessions: g, req: req, delay: delay, kind: kind, widget: widget}, nil
+}
+
+// maxWait is the longest a reconcile waits in Open for the rate limit;
+// longer waits requeue instead, freeing the worker.
+const maxWait = 2 * time.Second
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// A Session is one reconcile's connection to the Widget API. Every call
+// through it is guarded, so no caller can forget to:
+//
+//   - a 429 throttles the connection for every resource that uses it and
+//     delays this resource's retry by the server's Retry-After (at least a
+//     second);
+//   - a version of the session's widget that a call read or wrote is
+//     reported to the change feed, so the feed's echo of the provider's own
+//     write costs no reconcile.
+//
+// A Session hands out no unguarded client: a new Widget API call needs a
+// method here.
+type Session struct {
+	conn     *Connection
+	sessions *Sessions
+	req      reconcile.Request
+	delay    Delayer
+	kind     string
+	widget   string
+}
+
+// Key identifies the session's endpoint and credentials (see Connection).
+func (s *Session) Key() string { return s.conn.Key }
+
+// GetWidget reads a widget.
+func (s *Session) GetWidget(ctx context.Context, name string) (*widgetapi.Widget, error) {
+	return s.saw(s.conn.Client.GetWidget(ctx, name))
+}
+
+// CreateWidget creates a widget.
+func (s *Session) CreateWidget(ctx context.Context, req widgetapi.CreateWidgetRequest) (*widgetapi.Widget, error) {
+	return s.saw(s.conn.Client.CreateWidget(ctx, req))
+}
+
+// ReplaceWidget replaces a widget's mutable fields.
+func (s *Session) ReplaceWidget(ctx context.Context, name string, req widgetapi.ReplaceWidgetRequest, opts ...widgetapi.RequestOption) (*widgetapi.Widget, error) {
+	return s.saw(s.conn.Client.ReplaceWidget(ctx, name, req, opts...))
+}
+
+// DeleteWidget starts deleting a widget.
+func (s *Session) DeleteWidget(ctx context.Context, name string, opts ...widgetapi.RequestOption) (*widgetapi.Widget, error) {
+	return s.saw(s.conn.Client.DeleteWidget(ctx, name, opts...))
+}
+
+// GetKey reads a key of a widget.
+func (s *Session) GetKey(ctx context.Context, widget, key string) (*widgetapi.Key, error) {
+	k, err := s.conn.Client.GetKey(ctx, widget, key)
+	return k, s.check(err)
+}
+
+// CreateKey creates a key of a widget; the result holds the key's secret.
+func (s *Session) CreateKey(ctx context.Context, widget string, req widgetapi.CreateKeyRequest) (*widgetapi.KeyWithSecret, error) {
+	k, err := s.conn.Client.CreateKey(ctx, widget, req)
+	return k, s.check(err)
+}
+
+// DeleteKey revokes a key of a widget.
+func (s *Session) DeleteKey(ctx context.Context, widget, key string) error {
+	return s.check(s.conn.Client.DeleteKey(ctx, widget, key))
+}
+
+// saw reports w to the change feed when it is a version of the session's
+// widget, and checks err.
+func (s *Session) saw(w *widgetapi.Widget, err error) (*widgetapi.Widget, error) {
+	if f := s.sessions.Feeds; f != nil && w != nil && w.Name == s.widget {
+		f.Seen(s.conn, s.kind, s.widget, s.req.NamespacedName, w.Generation, w.State)
+	}
+	return w, s.check(err)
+}
+
+// check throttles the connection and delays the resource after a 429. It
+// returns err.
+func (s *Session) check(err error) error {
+	if d, ok := widgetapi.IsRateLimited(err); ok {
+		d = max(d, time.Second)
+		s.sessions.Throttle.Throttled(s.conn.Key, d)
+		s.delay.After(s.req, d)
+	}
+	return err
+}
