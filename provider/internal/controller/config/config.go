@@ -4,7 +4,6 @@
 package config
 
 import (
-	"context"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
@@ -14,12 +13,10 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	"github.com/widgetco/crossplane-widget/provider/internal/debounce"
 )
 
 // Setup adds a controller for each ProviderConfig kind. A
@@ -60,7 +57,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 			Named(k.name).
 			WithOptions(o.ForControllerRuntime()).
 			For(k.pc).
-			Watches(k.usage, Debounce(&resource.EnqueueRequestForProviderConfig{Kind: k.kind}, UsageDebounce)).
+			Watches(k.usage, debounce.Handler(&resource.EnqueueRequestForProviderConfig{Kind: k.kind}, UsageDebounce)).
 			Complete(ratelimiter.NewReconciler(k.name, r, o.GlobalRateLimiter))
 		if err != nil {
 			return err
@@ -76,41 +73,3 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 // the managed resources need. With it, a burst costs one recount per
 // UsageDebounce.
 const UsageDebounce = time.Second
-
-// Debounce wraps h so that the requests it enqueues wait d in the queue. A
-// request that is already waiting keeps its earlier time, so every event in
-// a burst becomes one reconcile.
-func Debounce(h handler.EventHandler, d time.Duration) handler.EventHandler {
-	return debounced{h: h, d: d}
-}
-
-type debounced struct {
-	h handler.EventHandler
-	d time.Duration
-}
-
-var _ handler.EventHandler = debounced{}
-
-func (e debounced) Create(ctx context.Context, evt event.CreateEvent, q resource.RateLimitingInterface) {
-	e.h.Create(ctx, evt, delayed{q, e.d})
-}
-
-func (e debounced) Update(ctx context.Context, evt event.UpdateEvent, q resource.RateLimitingInterface) {
-	e.h.Update(ctx, evt, delayed{q, e.d})
-}
-
-func (e debounced) Delete(ctx context.Context, evt event.DeleteEvent, q resource.RateLimitingInterface) {
-	e.h.Delete(ctx, evt, delayed{q, e.d})
-}
-
-func (e debounced) Generic(ctx context.Context, evt event.GenericEvent, q resource.RateLimitingInterface) {
-	e.h.Generic(ctx, evt, delayed{q, e.d})
-}
-
-// delayed turns a queue's Add into AddAfter.
-type delayed struct {
-	resource.RateLimitingInterface
-	d time.Duration
-}
-
-func (q delayed) Add(r reconcile.Request) { q.AddAfter(r, q.d) }

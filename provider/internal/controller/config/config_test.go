@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	"github.com/widgetco/crossplane-widget/provider/internal/debounce"
 )
 
 func usage(ns, name, kind, pc string) *nsv1alpha1.ProviderConfigUsage {
@@ -82,7 +83,7 @@ func TestDebouncedUsageHandler(t *testing.T) {
 			q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request](),
 				workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Clock: clock})
 			defer q.ShutDown()
-			h := Debounce(&resource.EnqueueRequestForProviderConfig{Kind: tc.kind}, UsageDebounce)
+			h := debounce.Handler(&resource.EnqueueRequestForProviderConfig{Kind: tc.kind}, UsageDebounce)
 			for _, u := range tc.events {
 				h.Create(context.Background(), event.CreateEvent{Object: u}, q)
 			}
@@ -102,27 +103,5 @@ func TestDebouncedUsageHandler(t *testing.T) {
 				t.Errorf("enqueued requests: -want, +got:\n%s", diff)
 			}
 		})
-	}
-}
-
-func TestDebouncedPassesEveryEventKind(t *testing.T) {
-	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	defer q.ShutDown()
-	h := Debounce(&resource.EnqueueRequestForProviderConfig{}, 0)
-	u := usage("team-a", "u1", "ProviderConfig", "default")
-	ctx := context.Background()
-	h.Create(ctx, event.CreateEvent{Object: u}, q)
-	h.Update(ctx, event.UpdateEvent{ObjectOld: u, ObjectNew: usage("team-a", "u1", "ProviderConfig", "other")}, q)
-	h.Delete(ctx, event.DeleteEvent{Object: usage("team-a", "u1", "ProviderConfig", "third")}, q)
-	h.Generic(ctx, event.GenericEvent{Object: usage("team-a", "u1", "ProviderConfig", "fourth")}, q)
-	want := map[string]bool{"team-a/default": true, "team-a/other": true, "team-a/third": true, "team-a/fourth": true}
-	got := map[string]bool{}
-	for deadline := time.Now().Add(5 * time.Second); len(got) < len(want) && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		for _, r := range drain(q) {
-			got[r.String()] = true
-		}
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("enqueued: -want, +got:\n%s", diff)
 	}
 }
