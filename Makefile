@@ -88,6 +88,12 @@ unit: ## Run go test ./... except the e2e suite (with -race); the integration ti
 e2e: tools build ## End-to-end suite on a local Crossplane: packages installed, claims and XWidgets Ready, drift, crashes, deletion (~1 min).
 	eval "$$($(TOOLS) env)" && $(GO) test $(GO_TEST_FLAGS) -v -timeout 30m ./test/e2e
 
+FUZZTIME ?= 30s
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target (Widget API bodies and query parameters, the function's XR and input) for FUZZTIME each (default 30s); seeds already run in make test.
+	bash hack/fuzz.sh $(FUZZTIME)
+
 .PHONY: render-update
 render-update: ## Regenerate the golden crossplane render output of the examples.
 	eval "$$($(TOOLS) env)" && $(GO) test ./function -run TestRender -update

@@ -288,7 +288,7 @@ func TestSessionGuardsEveryCall(t *testing.T) {
 	st := reflect.TypeFor[*Session]()
 	errType := reflect.TypeFor[error]()
 	ctxType := reflect.TypeFor[context.Context]()
-	var guarded []string
+	guarded := make([]string, 0, st.NumMethod())
 	for i := range st.NumMethod() {
 		m := st.Method(i)
 		ft := m.Type
