@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -139,15 +140,15 @@ func widgetParameters(s settings) commonv1alpha1.WidgetParameters {
 func keyParameters(x xwidget, i int) commonv1alpha1.WidgetKeyParameters {
 	// The Widget API cannot change a key's description, so it must never
 	// change: it depends only on the XR's identity and the key's index.
-	return commonv1alpha1.WidgetKeyParameters{Description: ptr.To(fmt.Sprintf("Access key %d of %s, managed by Crossplane", i, x.owner()))}
+	return commonv1alpha1.WidgetKeyParameters{Description: ptr.To(describe(fmt.Sprintf("Access key %d of ", i), x.owner(), ", managed by Crossplane"))}
 }
 
 // composeResources returns the desired Widget and WidgetKeys. A key is
 // composed once the widget is ready, and from then on for as long as the XR
 // asks for it, even while the widget is not ready: removing a key's
-// WidgetKey would revoke the key.
-func composeResources(sc scope, x xwidget, s settings, obs observation) (map[resource.Name]*resource.DesiredComposed, error) {
-	desired := make(map[resource.Name]*resource.DesiredComposed, 2+s.keys)
+// WidgetKey would revoke the key. It returns ctx's error once ctx is done.
+func composeResources(ctx context.Context, sc scope, x xwidget, s settings, obs observation) (map[resource.Name]*resource.DesiredComposed, error) {
+	desired := make(map[resource.Name]*resource.DesiredComposed, 2+len(obs.keys))
 
 	w, err := fromTyped(sc.Widget(s))
 	if err != nil {
@@ -156,6 +157,9 @@ func composeResources(sc scope, x xwidget, s settings, obs observation) (map[res
 	desired[resourceWidget] = &resource.DesiredComposed{Resource: w, Ready: asReady(obs.widget.isReady())}
 
 	for _, k := range obs.keys {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if !k.exists && !obs.widget.isReady() {
 			continue
 		}

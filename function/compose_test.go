@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -44,7 +45,7 @@ func TestComposeResources(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := composeResources(scopeFor(x.flavour, pol), x, s, tc.obs)
+			got, err := composeResources(context.Background(), scopeFor(x.flavour, pol), x, s, tc.obs)
 			if err != nil {
 				t.Fatalf("%s\ncomposeResources(...): %v", tc.reason, err)
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -65,11 +66,12 @@ type condition struct {
 	Message string
 }
 
-// observedConditions are the XR's current conditions, by type.
-func observedConditions(xr *composite.Unstructured) map[string]condition {
+// observedConditions are the XR's current conditions, by type. It stops
+// early once ctx is done, like readConditions.
+func observedConditions(ctx context.Context, xr *composite.Unstructured) map[string]condition {
 	// An XR whose conditions cannot be read is treated as one without
 	// conditions: every condition then counts as a transition.
-	cs := readConditions(xr.Object)
+	cs := readConditions(ctx, xr.Object)
 	out := make(map[string]condition, len(cs))
 	for _, c := range cs {
 		out[string(c.Type)] = condition{Type: string(c.Type), Status: c.Status, Reason: string(c.Reason), Message: c.Message}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -248,7 +249,7 @@ func TestSetConditions(t *testing.T) {
 }
 
 func TestObservedConditions(t *testing.T) {
-	oxr, err := readXWidget(compositeOf(nsXR(conditions(
+	oxr, err := readXWidget(context.Background(), compositeOf(nsXR(conditions(
 		xpCondition("Ready", "False", "Creating", ""),
 		xpCondition("WidgetReady", "True", "Available", "ready"),
 	))))

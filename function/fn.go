@@ -66,31 +66,42 @@ func NewFunction(o ...Option) (*Function, error) {
 // RunFunction composes the observed XWidget. A problem the XWidget's owner or
 // the platform team must fix is returned as a fatal result, never as an
 // error. RunFunction does not modify req.
-func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
+//
+// The work RunFunction does is bounded by the size of req, never by the
+// numbers req holds: every number and collection that decides how much work
+// or output there is, such as spec.keys, is checked against its limit before
+// it is used. Once ctx is done, RunFunction stops as soon as it can and
+// answers with a fatal result; it never returns what it composed until then.
+func (f *Function) RunFunction(ctx context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
 	log := f.log.WithValues("tag", req.GetMeta().GetTag())
 
 	rsp := response.To(req, v1beta1.DefaultConvergingTTL)
 	rsp.Desired = shallowCopy(req.GetDesired())
 
-	s, err := readState(req)
+	s, err := readState(ctx, req)
 	if err != nil {
-		return f.reject(rsp, log, s, err), nil
+		return f.refuse(ctx, rsp, log, s, err), nil
 	}
 	log = log.WithValues("xr", s.xr.String(), "flavour", s.xr.flavour)
 
 	pol, err := newPolicy(s.input)
 	if err != nil {
-		return f.reject(rsp, log, s, err), nil
+		return f.refuse(ctx, rsp, log, s, err), nil
 	}
 
 	want, err := resolve(s.xr, pol, s.widget)
 	if err != nil {
-		return f.reject(rsp, log, s, err), nil
+		return f.refuse(ctx, rsp, log, s, err), nil
 	}
 
-	out, err := compose(s, pol, want)
+	out, err := compose(ctx, s, pol, want)
+	if err == nil {
+		// Work that ctx cut short returns partial results without an
+		// error. ctx stays done once it is, so this catches all of them.
+		err = ctx.Err()
+	}
 	if err != nil {
-		return f.fail(rsp, log, s, err), nil
+		return f.refuse(ctx, rsp, log, s, err), nil
 	}
 	if err := out.writeTo(rsp); err != nil {
 		return f.fail(rsp, log, s, err), nil
@@ -133,8 +144,22 @@ func (f *Function) reject(rsp *fnv1.RunFunctionResponse, log logging.Logger, s *
 	return rsp
 }
 
+// refuse answers a request the function does not compose with a fatal
+// result: a call that ctx ended before it finished fails (it is nobody's
+// fault, and the XR's conditions stay as they are), a rejection is rejected,
+// and any other error fails.
+func (f *Function) refuse(ctx context.Context, rsp *fnv1.RunFunctionResponse, log logging.Logger, s *state, err error) *fnv1.RunFunctionResponse {
+	if cerr := ctx.Err(); cerr != nil {
+		return f.fail(rsp, log, s, errors.Wrap(cerr, "the call was cancelled or timed out before the function finished"))
+	}
+	if r := (&rejection{}); errors.As(err, &r) {
+		return f.reject(rsp, log, s, err)
+	}
+	return f.fail(rsp, log, s, err)
+}
+
 // fail answers a request the function validated but still cannot compose,
-// which only a bug causes, with a fatal result.
+// which only a bug or an ended ctx causes, with a fatal result.
 func (f *Function) fail(rsp *fnv1.RunFunctionResponse, log logging.Logger, s *state, err error) *fnv1.RunFunctionResponse {
 	err = errors.Wrapf(err, "cannot compose %s", s.xr)
 	response.Fatal(rsp, err)
@@ -158,11 +183,12 @@ type outcome struct {
 }
 
 // compose decides the desired resources, the XR's status and connection
-// details, and its conditions, from what is observed.
-func compose(s *state, pol policy, want settings) (*outcome, error) {
-	obs := observe(s.widget, s.observed, want.keys)
+// details, and its conditions, from what is observed. Once ctx is done it
+// may return an incomplete outcome; the caller must then not use it.
+func compose(ctx context.Context, s *state, pol policy, want settings) (*outcome, error) {
+	obs := observe(ctx, s.widget, s.observed, want.keys)
 
-	cds, err := composeResources(scopeFor(s.xr.flavour, pol), s.xr, want, obs)
+	cds, err := composeResources(ctx, scopeFor(s.xr.flavour, pol), s.xr, want, obs)
 	if err != nil {
 		return nil, err
 	}

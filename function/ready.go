@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
@@ -81,24 +83,29 @@ type keyObservation struct {
 
 // observe reads the access keys and the connection Secret from the observed
 // state, for an XR whose widget is w and that asks for the supplied number of
-// keys.
-func observe(w widgetObservation, o observedResources, keys int) observation {
+// keys, which must be checked against its bound already. It stops early once
+// ctx is done, returning what it has read; the caller must then not use it.
+func observe(ctx context.Context, w widgetObservation, o observedResources, keys int) observation {
 	obs := observation{widget: w, keys: make([]keyObservation, keys)}
 	for i := range obs.keys {
-		obs.keys[i] = observeKey(o, i)
+		if ctx.Err() != nil {
+			return obs
+		}
+		obs.keys[i] = observeKey(ctx, o, i)
 	}
 	obs.secretExists = o.has(resourceConnectionSecret)
 	return obs
 }
 
-// observeWidget reads the Widget from the observed state.
-func observeWidget(o observedResources) widgetObservation {
+// observeWidget reads the Widget from the observed state. It stops early
+// once ctx is done, like readConditions.
+func observeWidget(ctx context.Context, o observedResources) widgetObservation {
 	ocd, ok := o.get(resourceWidget)
 	if !ok {
 		return widgetObservation{}
 	}
 	r := ocd.Resource
-	cs := conditionsOf(r)
+	cs := conditionsOf(ctx, r)
 	w := widgetObservation{
 		exists:       true,
 		name:         r.GetName(),
@@ -114,10 +121,15 @@ func observeWidget(o observedResources) widgetObservation {
 	if w.region == "" {
 		w.region = w.atProvider.Region
 	}
+	if !isRegion(w.region) {
+		// Neither the Widget CRD nor the Widget API gives a widget such a
+		// region, and the function would compose it into the Widget.
+		w.region = ""
+	}
 	return w
 }
 
-func observeKey(o observedResources, i int) keyObservation {
+func observeKey(ctx context.Context, o observedResources, i int) keyObservation {
 	ocd, ok := o.get(keyResourceName(i))
 	if !ok {
 		return keyObservation{index: i}
@@ -127,15 +139,15 @@ func observeKey(o observedResources, i int) keyObservation {
 		exists:   true,
 		name:     ocd.Resource.GetName(),
 		deleting: ocd.Resource.GetDeletionTimestamp() != nil,
-		synced:   conditionsOf(ocd.Resource).GetCondition(xpv2.TypeSynced),
+		synced:   conditionsOf(ctx, ocd.Resource).GetCondition(xpv2.TypeSynced),
 		details:  ocd.ConnectionDetails,
 	}
 }
 
 // conditionsOf reads a composed resource's conditions. Conditions that cannot
 // be read count as unknown.
-func conditionsOf(r *composed.Unstructured) *xpv2.ConditionedStatus {
-	return &xpv2.ConditionedStatus{Conditions: readConditions(r.Object)}
+func conditionsOf(ctx context.Context, r *composed.Unstructured) *xpv2.ConditionedStatus {
+	return &xpv2.ConditionedStatus{Conditions: readConditions(ctx, r.Object)}
 }
 
 // readConditions reads status.conditions of an object's unstructured
@@ -143,8 +155,10 @@ func conditionsOf(r *composed.Unstructured) *xpv2.ConditionedStatus {
 // a JSON round trip (GetValueInto), which cost more than the rest of reading
 // a WidgetKey. It reads what the function uses: type, status, reason, message
 // and observedGeneration, not lastTransitionTime. A condition that is not an
-// object, and a field of the wrong type, are skipped.
-func readConditions(o map[string]any) []xpv2.Condition {
+// object, and a field of the wrong type, are skipped. The list is as long as
+// the request makes it, so readConditions stops early once ctx is done,
+// returning what it has read; the caller must then not use it.
+func readConditions(ctx context.Context, o map[string]any) []xpv2.Condition {
 	st, _ := o["status"].(map[string]any)
 	l, _ := st["conditions"].([]any)
 	if len(l) == 0 {
@@ -152,6 +166,9 @@ func readConditions(o map[string]any) []xpv2.Condition {
 	}
 	cs := make([]xpv2.Condition, 0, len(l))
 	for _, e := range l {
+		if ctx.Err() != nil {
+			return cs
+		}
 		m, ok := e.(map[string]any)
 		if !ok {
 			continue

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"testing"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -81,7 +82,7 @@ func TestObserveWidget(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := observeWidget(tc.o)
+			got := observeWidget(context.Background(), tc.o)
 			if diff := cmp.Diff(tc.want, got, cmpObservation...); diff != "" {
 				t.Errorf("%s\nobserveWidget(...): -want, +got:\n%s", tc.reason, diff)
 			}
@@ -105,7 +106,7 @@ func TestObserve(t *testing.T) {
 		},
 		secretExists: true,
 	}
-	got := observe(widgetObservation{}, o, 3)
+	got := observe(context.Background(), widgetObservation{}, o, 3)
 	if diff := cmp.Diff(want, got, cmpObservation...); diff != "" {
 		t.Errorf("observe(...) should read the keys the XR asks for, by index, ignore others (key-3), and see the Secret: -want, +got:\n%s", diff)
 	}

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/fieldpath"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource/unstructured/reference"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
 	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/crossplane/function-sdk-go/resource/composite"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/widgetco/crossplane-widget/function/input/v1beta1"
 )
@@ -102,15 +108,23 @@ type state struct {
 }
 
 // readState reads the request. It returns a usable state, identifying the XR
-// as far as it could be read, even when it returns an error.
-func readState(req *fnv1.RunFunctionRequest) (*state, error) {
+// as far as it could be read, even when it returns an error. It stops early,
+// with what it has read, once ctx is done; the caller must then not use the
+// state.
+func readState(ctx context.Context, req *fnv1.RunFunctionRequest) (*state, error) {
 	s := &state{input: &v1beta1.WidgetPolicy{}, xr: xwidget{flavour: FlavourUnknown, kind: "XWidget"}}
+	if err := ctx.Err(); err != nil {
+		return s, err
+	}
 
+	if req.GetObserved().GetComposite().GetResource() == nil {
+		return s, noComposite()
+	}
 	oxr, err := request.GetObservedCompositeResource(req)
 	if err != nil {
 		return s, unreadable(err, "cannot read the observed composite resource")
 	}
-	s.xr, err = readXWidget(oxr)
+	s.xr, err = readXWidget(ctx, oxr)
 	if err != nil {
 		return s, err
 	}
@@ -122,22 +136,27 @@ func readState(req *fnv1.RunFunctionRequest) (*state, error) {
 	}
 
 	s.observed = observedResources(req.GetObserved().GetResources())
-	s.widget = observeWidget(s.observed)
+	s.widget = observeWidget(ctx, s.observed)
 	if s.dxr, err = request.GetDesiredCompositeResource(req); err != nil {
 		return s, unreadable(err, "cannot read the desired composite resource of earlier pipeline steps")
 	}
 	return s, nil
 }
 
-// readXWidget identifies the XR's flavour and reads its spec.
-func readXWidget(oxr *resource.Composite) (xwidget, error) {
+// readXWidget identifies the XR's flavour and reads its spec. An XR whose
+// identity no API server accepts is rejected before anything else is read:
+// the function names and describes what it composes after the XR.
+func readXWidget(ctx context.Context, oxr *resource.Composite) (xwidget, error) {
 	xr := oxr.Resource
+	if errs := validateIdentity(xr); len(errs) > 0 {
+		return xwidget{flavour: FlavourUnknown, kind: "XWidget"}, invalidComposite(errs)
+	}
 	x := xwidget{
 		flavour:    FlavourUnknown,
 		kind:       xr.GetKind(),
 		name:       xr.GetName(),
 		namespace:  xr.GetNamespace(),
-		conditions: observedConditions(xr),
+		conditions: observedConditions(ctx, xr),
 	}
 	if x.kind == "" {
 		x.kind = "XWidget"
@@ -154,6 +173,9 @@ func readXWidget(oxr *resource.Composite) (xwidget, error) {
 	default:
 		x.flavour = FlavourLegacy
 		if ref := xr.GetClaimReference(); ref != nil && ref.Name != "" {
+			if errs := validateClaimReference(ref); len(errs) > 0 {
+				return x, invalidClaimReference(x, errs)
+			}
 			x.claim = ref.Namespace + "/" + ref.Name
 			x.claimKind = ref.Kind
 		}
@@ -163,4 +185,58 @@ func readXWidget(oxr *resource.Composite) (xwidget, error) {
 		return x, unreadable(err, "cannot read the spec of "+x.String())
 	}
 	return x, nil
+}
+
+// validateIdentity checks what the function names and describes composed
+// resources after: the XR's name, namespace and kind. Each must be what the
+// API server allows for an object's name, a namespace and a kind.
+func validateIdentity(xr *composite.Unstructured) field.ErrorList {
+	var errs field.ErrorList
+	name := field.NewPath("metadata", "name")
+	switch n := xr.GetName(); n {
+	case "":
+		errs = append(errs, field.Required(name, "Crossplane always sends the name of the composite resource"))
+	default:
+		errs = append(errs, validateDNS(n, name, validation.IsDNS1123Subdomain)...)
+	}
+	if ns := xr.GetNamespace(); ns != "" {
+		errs = append(errs, validateDNS(ns, field.NewPath("metadata", "namespace"), validation.IsDNS1123Label)...)
+	}
+	if k := xr.GetKind(); k != "" {
+		errs = append(errs, validateKind(k, field.NewPath("kind"))...)
+	}
+	return errs
+}
+
+// validateClaimReference checks the claim a legacy XR names: its kind,
+// namespace and name, which the function describes composed resources by.
+func validateClaimReference(ref *reference.Claim) field.ErrorList {
+	p := field.NewPath("spec", "claimRef")
+	var errs field.ErrorList
+	errs = append(errs, validateKind(ref.Kind, p.Child("kind"))...)
+	errs = append(errs, validateDNS(ref.Namespace, p.Child("namespace"), validation.IsDNS1123Label)...)
+	errs = append(errs, validateDNS(ref.Name, p.Child("name"), validation.IsDNS1123Subdomain)...)
+	return errs
+}
+
+// validateDNS checks that v is valid according to fn, such as
+// validation.IsDNS1123Label.
+func validateDNS(v string, p *field.Path, fn func(string) []string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range fn(v) {
+		errs = append(errs, field.Invalid(p, shown(v), msg))
+	}
+	return errs
+}
+
+// validateKind checks that k is a kind the API server allows: lowercased, a
+// DNS-1035 label, as a CustomResourceDefinition's kind must be.
+func validateKind(k string, p *field.Path) field.ErrorList {
+	if k == "" {
+		return field.ErrorList{field.Required(p, "a kind is required")}
+	}
+	if len(k) > validation.DNS1035LabelMaxLength || len(validation.IsDNS1035Label(strings.ToLower(k))) > 0 {
+		return field.ErrorList{field.Invalid(p, shown(k), "must be a kind: at most 63 letters, digits and '-', starting with a letter and ending with a letter or digit")}
+	}
+	return nil
 }

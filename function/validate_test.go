@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -109,6 +111,34 @@ func TestValidateInput(t *testing.T) {
 				field.NotSupported(field.NewPath("namespaced", "providerConfigRef", "kind"), v1beta1.ProviderConfigKind("Secret"), []v1beta1.ProviderConfigKind{"ProviderConfig", "ClusterProviderConfig"}),
 				field.Invalid(field.NewPath("namespaced", "providerConfigRef", "name"), "Default", "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"),
 				field.Invalid(field.NewPath("legacy", "connectionSecretNamespace"), "Crossplane_System", "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"),
+			},
+		},
+		"TooManyListItems": {
+			reason: "Lists longer than their bound are reported alone, without a message about each of their items, which could be huge.",
+			in: &v1beta1.WidgetPolicy{
+				Defaults: v1beta1.Defaults{Region: "us-east-1", Labels: manyLabels(1000)},
+				Rules: v1beta1.Rules{
+					AllowedSizes:   []v1beta1.Size{"huge", "huge", "huge", "huge"},
+					AllowedRegions: slices.Repeat([]string{"Moon"}, 65),
+					RequiredLabels: slices.Repeat([]string{"Team"}, 32),
+				},
+			},
+			want: field.ErrorList{
+				field.TooMany(rules.Child("allowedSizes"), 4, 3),
+				field.TooMany(rules.Child("allowedRegions"), 65, 64),
+				field.TooMany(rules.Child("requiredLabels"), 32, 31),
+				field.TooMany(defaults.Child("labels"), 1000, 31),
+			},
+		},
+		"HugeValues": {
+			reason: "A message repeats at most 64 characters of a value, however long it is.",
+			in: &v1beta1.WidgetPolicy{
+				TypeMeta: metav1.TypeMeta{APIVersion: "fn.widgetco.io/v1beta1", Kind: strings.Repeat("K", 10000)},
+				Legacy:   v1beta1.Legacy{ConnectionSecretNamespace: strings.Repeat("n", 10000)},
+			},
+			want: field.ErrorList{
+				field.NotSupported(field.NewPath("kind"), strings.Repeat("K", 64)+"...", []string{"WidgetPolicy"}),
+				field.Invalid(field.NewPath("legacy", "connectionSecretNamespace"), strings.Repeat("n", 64)+"...", "must be no more than 63 characters"),
 			},
 		},
 		"NonPositiveTTL": {
@@ -294,7 +324,7 @@ func TestResolve(t *testing.T) {
 			want: want{errs: field.ErrorList{
 				field.NotSupported(spec.Child("size"), "large", []string{"small", "medium"}),
 				field.NotSupported(spec.Child("region"), "ap-south-1", []string{"us-east-1", "eu-west-1"}),
-				field.Invalid(spec.Child("keys"), 4, "the platform allows 0 to 3 access keys"),
+				field.Invalid(spec.Child("keys"), int64(4), "the platform allows 0 to 3 access keys"),
 				field.Invalid(spec.Child("labels").Key("widgetco.io/owner"), "widgetco.io/owner", "the prefix widgetco.io/ is reserved for the provider; use another prefix"),
 				field.Required(spec.Child("labels").Key("team"), "the platform requires every widget to have this label"),
 				field.TooLong(spec.Child("description"), "", 256),
@@ -318,6 +348,86 @@ func TestResolve(t *testing.T) {
 			}()}),
 			want: want{errs: field.ErrorList{field.TooMany(spec.Child("labels"), 32, 30)}},
 		},
+		"KeysFarAboveTheMaximum": {
+			reason: "A number of keys above the maximum should be reported, and nothing should be done for each key it asks for: the connection Secret's name is not compared with a billion key secrets.",
+			x:      ns(xwidgetSpec{Labels: team, Keys: ptr.To[int64](1_000_000_000), WriteConnectionSecretToRef: &localSecretReference{Name: "web-key-0"}}),
+			want: want{errs: field.ErrorList{
+				field.Invalid(spec.Child("keys"), int64(1_000_000_000), "the platform allows 0 to 3 access keys"),
+			}},
+		},
+		"KeysBeyondInt32": {
+			reason: "A number of keys no int32 holds should be reported as it is, not wrapped around into range.",
+			x:      ns(xwidgetSpec{Labels: team, Keys: ptr.To[int64](1 << 32)}),
+			want: want{errs: field.ErrorList{
+				field.Invalid(spec.Child("keys"), int64(4294967296), "the platform allows 0 to 3 access keys"),
+			}},
+		},
+		"MultibyteDescription": {
+			reason: "A description of 256 characters is allowed however many bytes they take: the CRD and the Widget API count characters.",
+			x:      ns(xwidgetSpec{Labels: team, Description: ptr.To(strings.Repeat("é", 256))}),
+			want: want{s: settings{
+				size: "small", region: "us-east-1", keys: 1,
+				labels:      map[string]string{"managed-by": "crossplane", "team": "a"},
+				description: strings.Repeat("é", 256),
+				secretName:  "web-connection",
+			}},
+		},
+		"MultibyteDescriptionTooLong": {
+			reason: "A description of 257 characters is too long.",
+			x:      ns(xwidgetSpec{Labels: team, Description: ptr.To(strings.Repeat("é", 257))}),
+			want:   want{errs: field.ErrorList{field.TooLong(spec.Child("description"), "", 256)}},
+		},
+		"DescriptionWithTabsAndNewlines": {
+			reason: "Tabs and newlines are allowed in a description.",
+			x:      ns(xwidgetSpec{Labels: team, Description: ptr.To("first line\n\tsecond line")}),
+			want: want{s: settings{
+				size: "small", region: "us-east-1", keys: 1,
+				labels:      map[string]string{"managed-by": "crossplane", "team": "a"},
+				description: "first line\n\tsecond line",
+				secretName:  "web-connection",
+			}},
+		},
+		"UnprintableValues": {
+			reason: "A description or label value with control characters, which the Widget CRD or the Widget API reject, should be reported without repeating it.",
+			x: ns(xwidgetSpec{
+				Labels:      map[string]string{"team": "a\x1b[31m"},
+				Description: ptr.To("nul\x00"),
+			}),
+			want: want{errs: field.ErrorList{
+				field.Invalid(spec.Child("labels").Key("team"), field.OmitValueType{}, "the value must hold only printable characters: letters, digits, punctuation, symbols and spaces"),
+				field.Invalid(spec.Child("description"), field.OmitValueType{}, "must hold only printable characters (letters, digits, punctuation, symbols), spaces, tabs and newlines"),
+			}},
+		},
+		"ManyInvalidLabels": {
+			reason: "More labels than a widget may carry should be reported alone, not with a message about each of them.",
+			x:      ns(xwidgetSpec{Labels: manyLabels(1000)}),
+			want:   want{errs: field.ErrorList{field.TooMany(spec.Child("labels"), 1000, 31)}},
+		},
+		"HugeValues": {
+			reason: "A message should repeat at most 64 characters of a value, however long it is.",
+			x: ns(xwidgetSpec{
+				Size:                       ptr.To(strings.Repeat("s", 10000)),
+				Region:                     ptr.To(strings.Repeat("r", 10000)),
+				Labels:                     map[string]string{"team": "a", strings.Repeat("k", 10000): "v"},
+				WriteConnectionSecretToRef: &localSecretReference{Name: strings.Repeat("n", 10000)},
+			}),
+			want: want{errs: field.ErrorList{
+				field.NotSupported(spec.Child("size"), strings.Repeat("s", 64)+"...", []string{"small", "medium"}),
+				field.Invalid(spec.Child("region"), strings.Repeat("r", 64)+"...", "must be a region such as us-east-1: lowercase words and a number, separated by '-', at most 32 characters"),
+				field.Invalid(spec.Child("labels").Key(strings.Repeat("k", 64)+"..."), strings.Repeat("k", 64)+"...", "must be 1 to 63 lowercase letters, digits, '.', '_', '-' or '/', starting and ending with a letter or digit"),
+				field.Invalid(spec.Child("writeConnectionSecretToRef", "name"), strings.Repeat("n", 64)+"...", "must be no more than 253 characters"),
+			}},
+		},
+		"LongNameDescription": {
+			reason: "A default description longer than 256 characters, from a long XR name, should be shortened to 256 on a character boundary.",
+			x:      xwidget{flavour: FlavourNamespaced, kind: "XWidget", name: strings.Repeat("a", 219), namespace: "team-a", spec: xwidgetSpec{Labels: team}},
+			want: want{s: settings{
+				size: "small", region: "us-east-1", keys: 1,
+				labels:      map[string]string{"managed-by": "crossplane", "team": "a"},
+				description: "XWidget team-a/" + strings.Repeat("a", 215) + "..., managed by Crossplane",
+				secretName:  strings.Repeat("a", 219) + "-connection",
+			}},
+		},
 		"SecretNameClash": {
 			reason: "The connection Secret may not be the connection secret of one of the XR's WidgetKeys.",
 			x:      ns(xwidgetSpec{Labels: team, WriteConnectionSecretToRef: &localSecretReference{Name: "web-key-0"}}),
@@ -337,6 +447,73 @@ func TestResolve(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want.s, got, cmp.AllowUnexported(settings{})); diff != "" {
 				t.Errorf("%s\nresolve(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// manyLabels returns n labels whose keys are invalid: uppercase.
+func manyLabels(n int) map[string]string {
+	l := make(map[string]string, n)
+	for i := range n {
+		l[fmt.Sprintf("K%d", i)] = "v"
+	}
+	return l
+}
+
+func TestDescribe(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		prefix string
+		who    string
+		want   string
+	}{
+		"Fits": {
+			reason: "A description that fits is the prefix, who and the suffix.",
+			prefix: "Access key 0 of ",
+			who:    "XWidget team-a/web",
+			want:   "Access key 0 of XWidget team-a/web, managed by Crossplane",
+		},
+		"FitsExactly": {
+			reason: "A description of exactly 256 characters is not shortened.",
+			who:    strings.Repeat("w", 233),
+			want:   strings.Repeat("w", 233) + ", managed by Crossplane",
+		},
+		"OneTooLong": {
+			reason: "A description of 257 characters is shortened to 256, marked with '...'.",
+			who:    strings.Repeat("w", 234),
+			want:   strings.Repeat("w", 230) + "..., managed by Crossplane",
+		},
+		"Multibyte": {
+			reason: "Who is shortened on a character boundary, counting characters, not bytes.",
+			who:    strings.Repeat("ü", 300),
+			want:   strings.Repeat("ü", 230) + "..., managed by Crossplane",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := describe(tc.prefix, tc.who, ", managed by Crossplane")
+			if got != tc.want {
+				t.Errorf("%s\ndescribe(...): want %q, got %q", tc.reason, tc.want, got)
+			}
+		})
+	}
+}
+
+func TestShown(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		in     string
+		want   string
+	}{
+		"Short":     {reason: "A value of at most 64 characters is shown as it is.", in: strings.Repeat("v", 64), want: strings.Repeat("v", 64)},
+		"Long":      {reason: "A longer value is shortened to 64 characters, marked with '...'.", in: strings.Repeat("v", 65), want: strings.Repeat("v", 64) + "..."},
+		"Multibyte": {reason: "A value is shortened on a character boundary.", in: strings.Repeat("ß", 100), want: strings.Repeat("ß", 64) + "..."},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := shown(tc.in); got != tc.want {
+				t.Errorf("%s\nshown(...): want %q, got %q", tc.reason, tc.want, got)
 			}
 		})
 	}

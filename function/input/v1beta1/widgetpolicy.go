@@ -29,8 +29,13 @@ const (
 	DefaultReadyTTL                  = 10 * time.Minute
 
 	// MaxKeys is the most access keys any XWidget can have, whatever the
-	// policy says.
+	// policy says and even when the CompositeResourceDefinition sets no
+	// maximum for spec.keys: the function rejects an XWidget that asks for
+	// more than rules.maxKeys before it does any work for it.
 	MaxKeys = int32(10)
+
+	// MaxAllowedRegions is the most regions rules.allowedRegions may list.
+	MaxAllowedRegions = 64
 )
 
 // A Size of a widget.
@@ -72,6 +77,13 @@ const (
 // the function returns a fatal result, and the XWidget and its claim get a
 // PolicyCompliant condition with status False that names each offending
 // field and what the policy allows.
+//
+// Besides the policy, the function holds every XWidget to the limits of the
+// Widget and WidgetKey managed resources, whatever its
+// CompositeResourceDefinition allows: at most 10 access keys, at most 31
+// labels of printable values, a description of at most 256 printable
+// characters. A description the function makes itself, from the name of
+// the XWidget or its claim, is shortened to fit.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:storageversion
@@ -143,24 +155,31 @@ type Rules struct {
 	// size.
 	// +optional
 	// +listType=set
+	// +kubebuilder:validation:MaxItems=3
 	AllowedSizes []Size `json:"allowedSizes,omitempty"`
 
-	// AllowedRegions are the regions an XWidget may ask for. Empty allows
-	// every region.
+	// AllowedRegions are the regions an XWidget may ask for, at most 64.
+	// Empty allows every region.
 	// +optional
 	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=32
 	// +kubebuilder:validation:items:Pattern=`^[a-z]+(-[a-z]+)*-[0-9]+$`
 	AllowedRegions []string `json:"allowedRegions,omitempty"`
 
 	// RequiredLabels are the label keys every widget must have, from the
-	// XWidget's labels or from defaults.labels.
+	// XWidget's labels or from defaults.labels: at most 31, the most labels
+	// a widget can have.
 	// +optional
 	// +listType=set
+	// +kubebuilder:validation:MaxItems=31
 	RequiredLabels []string `json:"requiredLabels,omitempty"`
 
 	// MaxKeys is the most access keys an XWidget may ask for. Defaults to 3;
-	// at most 10.
+	// at most 10. An XWidget never gets more than 10 access keys, even when
+	// its CompositeResourceDefinition sets no maximum for spec.keys: the
+	// function rejects an XWidget that asks for more than maxKeys before it
+	// does any work for it.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10
