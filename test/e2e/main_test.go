@@ -12,6 +12,7 @@ package e2e_test
 
 import (
 	"context"
+	"crypto/rand"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -37,11 +38,11 @@ import (
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
 
-// Widget API credentials of the suite: one project, one token.
-const (
-	apiToken   = "e2e-token"
-	apiProject = "e2e"
-)
+// Widget API credentials of the suite: one project, one token. The token is
+// random, a canary that checkSecrets looks for everywhere it must not be.
+const apiProject = "e2e"
+
+var apiToken = "e2e-token-" + rand.Text()
 
 // Generous bounds for a slow, shared 2-core machine. Nothing asserts on how
 // long anything takes; these only stop a hung scenario.
@@ -202,8 +203,21 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 
+	ledger, err := startSecretLedger(suite.h.RESTConfig(), apiToken)
+	if err != nil {
+		return fail(err)
+	}
+
 	tScenarios := time.Now()
 	code := m.Run()
+	// After every scenario, before the control plane goes: no secret may
+	// have reached a log, an event or an object's status.
+	checkCtx, checkCancel := context.WithTimeout(context.Background(), checkSecretsTimeout)
+	defer checkCancel()
+	if err := checkSecrets(checkCtx, ledger); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		code = 1
+	}
 	passed = code == 0
 	report(startTook, installTook, time.Since(tScenarios), time.Since(begin))
 	return code

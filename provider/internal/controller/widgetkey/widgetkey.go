@@ -118,6 +118,11 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		return managed.ExternalObservation{}, errors.Wrap(err, "cannot get the key's widget")
 	}
 	reach := names.Reaches(mg, w.Labels)
+	if !reach && meta.WasDeleted(mg) && mg.GetWidgetKeyObservation().ID == "" {
+		// Out of reach, and this resource never recorded a key: none of
+		// the widget's keys can be its own. Read none.
+		return managed.ExternalObservation{}, nil
+	}
 	if !reach && !meta.WasDeleted(mg) {
 		return managed.ExternalObservation{}, errors.Errorf("widget %s is not managed by a Widget in namespace %s, and a namespaced WidgetKey can hold keys only of widgets that a managed resource in its own namespace manages (an Observe-only import does not count): reference a Widget of this namespace with widgetNameRef or widgetNameSelector, or manage the widget with a Widget in this namespace first", widget, mg.GetNamespace())
 	}

@@ -1,0 +1,429 @@
+package e2e_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	namespacedv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	"github.com/widgetco/crossplane-widget/test/e2e/platform"
+	"github.com/widgetco/crossplane-widget/test/harness"
+	"github.com/widgetco/crossplane-widget/widgetapi"
+)
+
+// Team b's widget and key. They are named explicitly, so that their names -
+// which team a must know to attack them - do not spell out team b's
+// namespace, which must appear nowhere in team a's objects.
+const (
+	prizeWidget      = "hostile-tenant-prize"
+	prizeKey         = "hostile-tenant-prize-ci"
+	prizeLabel       = "prize-payroll-7f3a"
+	prizeDescription = "team b's payroll widget 7f3a"
+	prizeKeyDesc     = "team b's CI key 7f3a"
+)
+
+// TestHostileTenant gives team b (a second namespace) a Ready widget and key
+// and has team a (the scenario's namespace), on the same ClusterProviderConfig
+// and Widget API project, try every path to them: a key on team b's widget,
+// a key adopting team b's key, cross-namespace references, an Observe-only
+// import and a take-over of team b's widget. Each is refused with a
+// condition that says why, team b's widget, keys and Secret stay as they
+// were, and nothing of team b's reaches team a's objects or events. Team a's
+// own import of an unowned widget still works.
+func TestHostileTenant(t *testing.T) {
+	a := newScenario(t, true)
+	b := a.neighbour("victim")
+
+	// Team b, the normal way: a Widget and a WidgetKey that references it.
+	w := b.widgetMR("prize", prizeWidget, false)
+	w.Labels = map[string]string{"app": "prize"}
+	w.Spec.ForProvider = commonv1alpha1.WidgetParameters{
+		Size: ptr.To(widgetapi.SizeSmall), Region: ptr.To("us-east-1"),
+		Labels:      map[string]string{labelScenario: b.ns, "team": prizeLabel},
+		Description: ptr.To(prizeDescription),
+	}
+	k := b.keyMR("ci", prizeKey, "ci-key", namespacedv1alpha1.WidgetKeyParameters{WidgetNameRef: &xpv2.NamespacedReference{Name: w.Name}})
+	k.Spec.ForProvider.Description = ptr.To(prizeKeyDesc)
+	b.create(w, k)
+	b.eventually("team b's Widget and WidgetKey Ready", func() error {
+		if err := b.ready(w); err != nil {
+			return err
+		}
+		return b.ready(k)
+	})
+	b.eventually("team b's key in its connection Secret", func() error {
+		sec := &corev1.Secret{}
+		if err := suite.kube.Get(b.ctx, types.NamespacedName{Namespace: b.ns, Name: "ci-key"}, sec); err != nil {
+			return err
+		}
+		if len(sec.Data["key"]) == 0 {
+			return errors.Errorf("Secret %s/ci-key has no key yet", b.ns)
+		}
+		return nil
+	})
+	before, key := b.prize()
+	if before.Widget.Labels[ownerLabel] != "n_"+b.ns+".prize" || len(before.Keys) != 1 || len(before.Secret) != 4 {
+		t.Fatalf("team b's widget and key are not as expected before the attacks: %+v", before)
+	}
+
+	// Team a's legitimate import of a widget nobody manages.
+	unowned := a.ns + "-unowned"
+	free, err := suite.api.CreateWidget(a.ctx, widgetapi.CreateWidgetRequest{Name: unowned, Size: widgetapi.SizeSmall, Region: "us-east-1", Labels: map[string]string{labelScenario: a.ns}})
+	if err != nil {
+		t.Fatalf("cannot create widget %s in the Widget API: %v", unowned, err)
+	}
+	imported := a.widgetMR("import", unowned, true)
+
+	// (a) A key on team b's widget. (b) Team b's key, by its name.
+	keyOnPrize := a.keyMR("steal-key", "", "stolen-key", namespacedv1alpha1.WidgetKeyParameters{WidgetName: ptr.To(prizeWidget)})
+	hijack := a.keyMR("hijack-key", prizeKey, "hijacked-key", namespacedv1alpha1.WidgetKeyParameters{WidgetName: ptr.To(prizeWidget)})
+	// (c) A reference into team b's namespace that admission cannot see:
+	// with a selector present, widgetNameRef.namespace is allowed, because
+	// Crossplane sets it itself when it resolves a selector.
+	refAndSelector := a.keyMR("ref-and-selector", "", "", namespacedv1alpha1.WidgetKeyParameters{
+		WidgetNameRef:      &xpv2.NamespacedReference{Name: w.Name, Namespace: b.ns},
+		WidgetNameSelector: &xpv2.NamespacedSelector{MatchLabels: map[string]string{"app": "none"}},
+	})
+	// (d) Observe-only import of team b's widget. (e) Take-over.
+	peek := a.widgetMR("peek", prizeWidget, true)
+	takeover := a.widgetMR("take-over", prizeWidget, false)
+	a.create(imported, keyOnPrize, hijack, refAndSelector, peek, takeover)
+
+	// (c) Cross-namespace references, refused at admission.
+	var admission []string
+	for name, tc := range map[string]struct {
+		p    namespacedv1alpha1.WidgetKeyParameters
+		want string
+	}{
+		"by-ref":      {p: namespacedv1alpha1.WidgetKeyParameters{WidgetNameRef: &xpv2.NamespacedReference{Name: w.Name, Namespace: b.ns}}, want: "widgetNameRef.namespace must not be set: a WidgetKey can reference only Widgets in its own namespace"},
+		"by-selector": {p: namespacedv1alpha1.WidgetKeyParameters{WidgetNameSelector: &xpv2.NamespacedSelector{MatchLabels: map[string]string{"app": "prize"}, Namespace: b.ns}}, want: "widgetNameSelector.namespace must not be set: a WidgetKey can select only Widgets in its own namespace"},
+	} {
+		err := suite.kube.Create(a.ctx, a.keyMR(name, "", "", tc.p))
+		t.Logf("Attack (c) %s: %v", name, err)
+		if !kerrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("creating a WidgetKey %s into namespace %s: error %v, want it Invalid with %q", name, b.ns, err, tc.want)
+		}
+		if err != nil {
+			admission = append(admission, err.Error())
+		}
+	}
+
+	notManagedHere := []string{
+		fmt.Sprintf("widget %s is not managed by a Widget in namespace %s", prizeWidget, a.ns),
+		"a namespaced WidgetKey can hold keys only of widgets that a managed resource in its own namespace manages (an Observe-only import does not count)",
+	}
+	outside := []string{
+		fmt.Sprintf("widget %s is managed by a resource outside namespace %s", prizeWidget, a.ns),
+		"a namespaced Widget can manage or observe only widgets that no resource manages or that a resource in its own namespace manages",
+	}
+	a.refused("(a) key on team b's widget", keyOnPrize, notManagedHere...)
+	a.refused("(b) team b's key by name", hijack, notManagedHere...)
+	a.refused("(c) reference with a selector", refAndSelector,
+		fmt.Sprintf("spec.forProvider.widgetNameRef.namespace is %q, but a namespaced resource can reference only resources in its own namespace %q", b.ns, a.ns))
+	a.refused("(d) Observe-only import of team b's widget", peek, outside...)
+	a.refused("(e) take-over of team b's widget", takeover, outside...)
+	a.eventually("team a's import of an unowned widget Ready", func() error { return a.ready(imported) })
+	if imported.Status.AtProvider.ID != free.ID {
+		t.Errorf("imported Widget's status.atProvider.id = %q, want the unowned widget's %q", imported.Status.AtProvider.ID, free.ID)
+	}
+
+	// Nothing of team b's was copied to team a.
+	for _, mr := range []*namespacedv1alpha1.Widget{peek, takeover} {
+		if diff := cmp.Diff(commonv1alpha1.WidgetObservation{}, mr.Status.AtProvider); diff != "" {
+			t.Errorf("Widget %s/%s status.atProvider: -want, +got:\n%s", mr.Namespace, mr.Name, diff)
+		}
+	}
+	if diff := cmp.Diff(commonv1alpha1.WidgetParameters{}, peek.Spec.ForProvider); diff != "" {
+		t.Errorf("Observe-only Widget %s/%s spec.forProvider was late-initialized from team b's widget: -want, +got:\n%s", peek.Namespace, peek.Name, diff)
+	}
+	for _, mr := range []*namespacedv1alpha1.WidgetKey{keyOnPrize, hijack, refAndSelector} {
+		if diff := cmp.Diff(commonv1alpha1.WidgetKeyObservation{}, mr.Status.AtProvider); diff != "" {
+			t.Errorf("WidgetKey %s/%s status.atProvider: -want, +got:\n%s", mr.Namespace, mr.Name, diff)
+		}
+	}
+	if got := a.secretNames(); len(got) != 0 {
+		t.Errorf("team a's namespace holds Secrets %v, want none: no attack may publish connection details", got)
+	}
+	traces := b.traces(before, key)
+	for _, e := range admission {
+		// The request named team b's namespace; the answer need not.
+		for _, l := range harness.NewLeakScanner(traces[1:]...).Text("admission error", []byte(e)) {
+			t.Errorf("%s of team b's appears in %s", l.Canary, l.Where)
+		}
+	}
+	a.noTraces(traces, refAndSelector.Name)
+
+	// (b) Deleting the WidgetKey that named team b's key revokes nothing;
+	// neither does deleting the others.
+	for _, o := range []client.Object{hijack, keyOnPrize, refAndSelector, peek, takeover, imported} {
+		if err := suite.kube.Delete(a.ctx, o); err != nil {
+			t.Fatalf("cannot delete %s: %v", o.GetName(), err)
+		}
+	}
+	a.eventually("team a's resources deleted", func() error {
+		for _, o := range []client.Object{hijack, keyOnPrize, refAndSelector, peek, takeover, imported} {
+			if err := a.gone(o); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	a.noTraces(traces, refAndSelector.Name)
+	if after, _ := b.prize(); !cmp.Equal(before, after) {
+		t.Errorf("team b's widget, keys or connection Secret changed after team a's attacks: -before, +after:\n%s", cmp.Diff(before, after))
+	}
+	if got, err := a.apiWidget(unowned); err != nil || got.ID != free.ID || got.Labels[ownerLabel] != "" {
+		t.Errorf("after deleting the Observe-only import, widget %s is %+v (error %v), want it untouched", unowned, got, err)
+	}
+
+	// Team b still manages its own: deleting revokes the key and the widget.
+	for _, o := range []client.Object{k, w} {
+		if err := suite.kube.Delete(b.ctx, o); err != nil {
+			t.Fatalf("cannot delete %s: %v", o.GetName(), err)
+		}
+	}
+	b.eventually("team b's widget deleted", func() error {
+		if _, err := b.apiWidget(prizeWidget); !widgetapi.IsNotFound(err) {
+			return errors.Errorf("widget %s still exists (get: %v)", prizeWidget, err)
+		}
+		return nil
+	})
+}
+
+// neighbour creates a second namespace for a scenario, named after the
+// scenario's with a suffix, and returns a scenario in it. The namespace is
+// deleted when the test passes (a failed test's stays, for diagnostics).
+func (s *scenario) neighbour(suffix string) *scenario {
+	s.t.Helper()
+	n := &scenario{t: s.t, ctx: s.ctx, ns: s.ns + "-" + suffix}
+	if err := platform.EnsureNamespace(s.ctx, suite.h.Client(), n.ns); err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() {
+		if s.t.Failed() || suite.ctx.Err() != nil {
+			return
+		}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n.ns}}
+		if err := suite.kube.Delete(suite.ctx, ns); err != nil && !kerrors.IsNotFound(err) {
+			s.t.Errorf("cannot delete namespace %s: %v", n.ns, err)
+		}
+	})
+	return n
+}
+
+// widgetMR returns a Widget in the scenario's namespace on the default
+// ClusterProviderConfig, with an external name unless it is empty, and
+// Observe-only when observe is true.
+func (s *scenario) widgetMR(name, externalName string, observe bool) *namespacedv1alpha1.Widget {
+	mr := &namespacedv1alpha1.Widget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name},
+		Spec:       namespacedv1alpha1.WidgetSpec{ManagedResourceSpec: defaultMRSpec("")},
+	}
+	if externalName != "" {
+		mr.Annotations = map[string]string{"crossplane.io/external-name": externalName}
+	}
+	if observe {
+		mr.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+	}
+	return mr
+}
+
+// keyMR returns a WidgetKey in the scenario's namespace on the default
+// ClusterProviderConfig, with an external name and a connection Secret
+// unless they are empty.
+func (s *scenario) keyMR(name, externalName, secret string, p namespacedv1alpha1.WidgetKeyParameters) *namespacedv1alpha1.WidgetKey {
+	mr := &namespacedv1alpha1.WidgetKey{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name},
+		Spec:       namespacedv1alpha1.WidgetKeySpec{ManagedResourceSpec: defaultMRSpec(secret), ForProvider: p},
+	}
+	if externalName != "" {
+		mr.Annotations = map[string]string{"crossplane.io/external-name": externalName}
+	}
+	return mr
+}
+
+func defaultMRSpec(secret string) xpv2.ManagedResourceSpec {
+	s := xpv2.ManagedResourceSpec{ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"}}
+	if secret != "" {
+		s.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: secret}
+	}
+	return s
+}
+
+// A managed is a managed resource with conditions.
+type managed interface {
+	client.Object
+	GetCondition(xpv2.ConditionType) xpv2.Condition
+}
+
+// ready refreshes mr and returns nil when it is Synced and Ready.
+func (s *scenario) ready(mr managed) error {
+	if err := s.get(mr); err != nil {
+		return err
+	}
+	for _, ct := range []xpv2.ConditionType{xpv2.TypeSynced, xpv2.TypeReady} {
+		if c := mr.GetCondition(ct); c.Status != corev1.ConditionTrue {
+			return errors.Errorf("%T %s/%s: %s=%s (%s): %s", mr, mr.GetNamespace(), mr.GetName(), ct, c.Status, c.Reason, c.Message)
+		}
+	}
+	return nil
+}
+
+// refused waits for mr to be Synced=False with a message that holds every
+// phrase, logs the message, and fails the test when mr is Ready.
+func (s *scenario) refused(attack string, mr managed, phrases ...string) {
+	s.t.Helper()
+	var c xpv2.Condition
+	s.eventually(attack+": "+mr.GetName()+" Synced=False, saying why", func() error {
+		if err := s.get(mr); err != nil {
+			return err
+		}
+		c = mr.GetCondition(xpv2.TypeSynced)
+		if c.Status != corev1.ConditionFalse {
+			return errors.Errorf("Synced=%s (%s): %s", c.Status, c.Reason, c.Message)
+		}
+		for _, p := range phrases {
+			if !strings.Contains(c.Message, p) {
+				return errors.Errorf("Synced=False message %q lacks %q", c.Message, p)
+			}
+		}
+		return nil
+	})
+	s.t.Logf("Attack %s: %s/%s Synced=False (%s): %s", attack, mr.GetNamespace(), mr.GetName(), c.Reason, c.Message)
+	if r := mr.GetCondition(xpv2.TypeReady); r.Status == corev1.ConditionTrue {
+		s.t.Errorf("attack %s: %s/%s is Ready=True, want it never Ready", attack, mr.GetNamespace(), mr.GetName())
+	}
+}
+
+// prizeState is what team b has in the Widget API and its connection
+// Secret. The Secret's values are fingerprints, so a diff never prints them.
+type prizeState struct {
+	Widget struct {
+		ID          string
+		Endpoint    string
+		Generation  int64
+		Labels      map[string]string
+		Description string
+	}
+	// Keys maps each key's name to its ID and description.
+	Keys map[string]string
+	// Secret maps each key of the connection Secret to its value's
+	// fingerprint.
+	Secret map[string]string
+}
+
+// prize reads team b's widget and keys from the Widget API and its key's
+// connection Secret, and returns them and the key's secret.
+func (s *scenario) prize() (prizeState, string) {
+	s.t.Helper()
+	var p prizeState
+	w, err := s.apiWidget(prizeWidget)
+	if err != nil {
+		s.t.Fatalf("cannot get team b's widget %s: %v", prizeWidget, err)
+	}
+	p.Widget.ID, p.Widget.Endpoint, p.Widget.Generation, p.Widget.Labels, p.Widget.Description = w.ID, w.Endpoint, w.Generation, w.Labels, w.Description
+	l, err := suite.api.ListKeys(s.ctx, prizeWidget)
+	if err != nil {
+		s.t.Fatalf("cannot list the keys of team b's widget %s: %v", prizeWidget, err)
+	}
+	p.Keys = map[string]string{}
+	for _, k := range l.Items {
+		p.Keys[k.Name] = k.ID + " " + k.Description
+	}
+	sec := &corev1.Secret{}
+	if err := suite.kube.Get(s.ctx, types.NamespacedName{Namespace: s.ns, Name: "ci-key"}, sec); err != nil {
+		s.t.Fatalf("cannot get team b's connection Secret: %v", err)
+	}
+	p.Secret = map[string]string{}
+	for k, v := range sec.Data {
+		p.Secret[k] = harness.Fingerprint(string(v))
+	}
+	return p, string(sec.Data["key"])
+}
+
+// traces are team b's data that must not reach team a. The first is team
+// b's namespace.
+func (s *scenario) traces(p prizeState, key string) []harness.Canary {
+	out := []harness.Canary{
+		{Kind: "namespace", Value: s.ns},
+		{Kind: "widget ID", Value: p.Widget.ID},
+		{Kind: "endpoint", Value: p.Widget.Endpoint},
+		{Kind: "widget description", Value: prizeDescription},
+		{Kind: "label", Value: prizeLabel},
+		{Kind: "key description", Value: prizeKeyDesc},
+		{Kind: "access key", Value: key},
+	}
+	for _, v := range p.Keys {
+		id, _, _ := strings.Cut(v, " ")
+		out = append(out, harness.Canary{Kind: "key ID", Value: id})
+	}
+	return out
+}
+
+// noTraces fails the test when any of the traces appears in the scenario's
+// Widgets, WidgetKeys or events. The object named self named team b's
+// namespace itself, and so may its conditions and events; the other traces
+// it may not hold either.
+func (s *scenario) noTraces(traces []harness.Canary, self string) {
+	s.t.Helper()
+	all, butNamespace := harness.NewLeakScanner(traces...), harness.NewLeakScanner(traces[1:]...)
+	ws, ks, es := &namespacedv1alpha1.WidgetList{}, &namespacedv1alpha1.WidgetKeyList{}, &corev1.EventList{}
+	for _, l := range []client.ObjectList{ws, ks, es} {
+		if err := suite.kube.List(s.ctx, l, client.InNamespace(s.ns)); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	objs := make([]client.Object, 0, len(ws.Items)+len(ks.Items)+len(es.Items))
+	for i := range ws.Items {
+		objs = append(objs, &ws.Items[i])
+	}
+	for i := range ks.Items {
+		objs = append(objs, &ks.Items[i])
+	}
+	for i := range es.Items {
+		objs = append(objs, &es.Items[i])
+	}
+	for _, o := range objs {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		sc, about := all, o.GetName()
+		if e, ok := o.(*corev1.Event); ok {
+			about = e.InvolvedObject.Name
+		}
+		if about == self {
+			sc = butNamespace
+		}
+		for _, l := range sc.Object(fmt.Sprintf("%T %s/%s", o, o.GetNamespace(), o.GetName()), u) {
+			s.t.Errorf("team b's %s appears in team a's %s", l.Canary, l.Where)
+		}
+	}
+}
+
+// secretNames lists the Secrets in the scenario's namespace.
+func (s *scenario) secretNames() []string {
+	s.t.Helper()
+	l := &corev1.SecretList{}
+	if err := suite.kube.List(s.ctx, l, client.InNamespace(s.ns)); err != nil {
+		s.t.Fatal(err)
+	}
+	out := make([]string, 0, len(l.Items))
+	for _, sec := range l.Items {
+		out = append(out, sec.Name)
+	}
+	return out
+}
