@@ -187,11 +187,16 @@ type ChangesOptions struct {
 	// only for the latest sequence number.
 	After int64
 	// Wait holds the request open up to this long until a change arrives
-	// (long poll). 0 answers at once.
+	// (long poll). 0 answers at once. Longer than MaxChangesWait is sent as
+	// MaxChangesWait; a server may cap it further.
 	Wait time.Duration
 	// Limit caps the number of changes; 0 means the server default.
 	Limit int
 }
+
+// MaxChangesWait is the longest change feed wait the contract allows a
+// client to ask for.
+const MaxChangesWait = 300 * time.Second
 
 // FromLatest is a ChangesOptions.After that returns no changes and the current
 // LatestSeq: the position to follow from when history does not matter.
@@ -207,7 +212,8 @@ func (c *Client) Changes(ctx context.Context, o ChangesOptions) (*ChangeList, er
 		q.Set("after", strconv.FormatInt(o.After, 10))
 	}
 	if o.Wait > 0 {
-		q.Set("wait", strconv.Itoa(int((o.Wait+time.Second-1)/time.Second)))
+		wait := min(o.Wait, MaxChangesWait)
+		q.Set("wait", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
 	}
 	if o.Limit > 0 {
 		q.Set("limit", strconv.Itoa(o.Limit))

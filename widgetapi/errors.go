@@ -26,6 +26,10 @@ const (
 // ProblemContentType is the media type of every error response (RFC 9457).
 const ProblemContentType = "application/problem+json"
 
+// MaxFieldErrors is the most field problems one error response lists; the
+// rest are counted in Problem.ErrorsOmitted.
+const MaxFieldErrors = 20
+
 // FieldError is one problem with one field of a request.
 type FieldError struct {
 	// Field is the path of the offending field, e.g. "labels[team]".
@@ -36,12 +40,15 @@ type FieldError struct {
 
 // Problem is the body of an error response.
 type Problem struct {
-	Type   string       `json:"type"`
-	Title  string       `json:"title"`
-	Status int          `json:"status"`
-	Code   string       `json:"code"`
-	Detail string       `json:"detail,omitempty"`
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	Detail string `json:"detail,omitempty"`
+	// Errors lists field problems, at most MaxFieldErrors of them.
 	Errors []FieldError `json:"errors,omitempty"`
+	// ErrorsOmitted counts the field problems left out of Errors.
+	ErrorsOmitted int `json:"errorsOmitted,omitempty"`
 	// LatestSeq accompanies feed_expired: resume from here after a resync.
 	LatestSeq int64 `json:"latestSeq,omitempty"`
 }
@@ -74,6 +81,9 @@ func (e *Error) Error() string {
 			b.WriteString("; ")
 		}
 		b.WriteString(fe.Field + ": " + fe.Message)
+	}
+	if e.Problem.ErrorsOmitted > 0 {
+		fmt.Fprintf(&b, "; and %d more", e.Problem.ErrorsOmitted)
 	}
 	return b.String()
 }

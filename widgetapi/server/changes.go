@@ -14,47 +14,36 @@ const (
 )
 
 // listChanges serves the change feed: the project's changes after a
-// sequence number, waiting up to `wait` seconds for the first one.
+// sequence number, waiting up to `wait` seconds for the first one. wait may
+// be up to widgetapi.MaxChangesWait; the server holds a request at most
+// Options.MaxWait, and gives it that long on top of its write timeout.
 func (s *Server) listChanges(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	var errs fieldErrors
+	q := parseQuery(r)
 	var after int64
 	latestOnly := false
-	switch v := q.Get("after"); v {
-	case "":
-	case "latest":
+	switch v, ok := q.get("after"); {
+	case !ok:
+	case v == "latest":
 		latestOnly = true
 	default:
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			errs.add("after", "must be a sequence number (0 for the beginning) or \"latest\"")
+		n, err := parseDecimal(v)
+		if err != nil {
+			q.errs.add("after", "must be a sequence number (0 for the beginning) or \"latest\"")
 		}
 		after = n
 	}
-	var wait time.Duration
-	if v := q.Get("wait"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			errs.add("wait", "must be a number of seconds, 0 or more")
-		}
-		wait = min(time.Duration(n)*time.Second, s.opts.MaxWait)
-	}
-	limit := defaultChangesLimit
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxChangesLimit {
-			errs.add("limit", "must be an integer from 1 to 1000")
-		}
-		limit = n
-	}
-	if len(errs) > 0 {
-		invalid(w, errs)
+	maxWait := int64(widgetapi.MaxChangesWait / time.Second)
+	wait := min(time.Duration(q.integer("wait", 0, maxWait, 0))*time.Second, s.opts.MaxWait)
+	limit := int(q.integer("limit", 1, maxChangesLimit, defaultChangesLimit))
+	if len(q.errs) > 0 {
+		invalid(w, q.errs)
 		return
 	}
 
 	project := projectOf(r)
 	var deadline <-chan time.Time
 	if wait > 0 && !latestOnly {
+		s.extendWriteDeadline(w, wait)
 		t := time.NewTimer(wait)
 		defer t.Stop()
 		deadline = t.C

@@ -19,7 +19,7 @@ func newSecret() string {
 
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	req := widgetapi.CreateKeyRequest{}
-	if !readBody(w, r, &req) {
+	if !readBody(w, r, s, &req) {
 		return
 	}
 	if errs := validateKey(&req); len(errs) > 0 {

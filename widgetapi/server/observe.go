@@ -3,7 +3,9 @@ package server
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -12,10 +14,11 @@ import (
 // metrics are the server's Prometheus metrics, on their own registry so
 // several servers can run in one test process.
 type metrics struct {
-	reg       *prometheus.Registry
-	requests  *prometheus.CounterVec
-	duration  *prometheus.HistogramVec
-	throttled prometheus.Counter
+	reg           *prometheus.Registry
+	requests      *prometheus.CounterVec
+	duration      *prometheus.HistogramVec
+	throttled     prometheus.Counter
+	authThrottled prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -34,8 +37,12 @@ func newMetrics() *metrics {
 			Name: "widgetapi_throttled_requests_total",
 			Help: "Requests answered 429 by the per-token rate limit.",
 		}),
+		authThrottled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "widgetapi_auth_throttled_requests_total",
+			Help: "Requests answered 429 because their client address failed authentication too often.",
+		}),
 	}
-	m.reg.MustRegister(m.requests, m.duration, m.throttled)
+	m.reg.MustRegister(m.requests, m.duration, m.throttled, m.authThrottled)
 	return m
 }
 
@@ -68,6 +75,10 @@ func (l *logWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// Unwrap lets http.ResponseController reach the connection, e.g. to extend
+// a long poll's write deadline.
+func (l *logWriter) Unwrap() http.ResponseWriter { return l.ResponseWriter }
+
 // Flush lets long polls flush through the wrapper.
 func (l *logWriter) Flush() {
 	if f, ok := l.ResponseWriter.(http.Flusher); ok {
@@ -75,8 +86,51 @@ func (l *logWriter) Flush() {
 	}
 }
 
+// Bounds of what the access log repeats from a request, in bytes.
+const (
+	maxLoggedMethod = 32
+	maxLogged       = 256
+)
+
+// methodLabel is the metrics label of an HTTP method: the method itself for
+// the standard ones, "other" for anything a client made up, so clients
+// cannot create label values (and time series) at will.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	default:
+		return "other"
+	}
+}
+
+// clip bounds a client-supplied string for a log line or an error: at most
+// n bytes of valid UTF-8 (invalid bytes become U+FFFD), with a trailing "…"
+// when it was cut.
+func clip(s string, n int) string {
+	if len(s) <= n && utf8.ValidString(s) {
+		return s
+	}
+	const ellipsis = "…"
+	cut := len(s) > n
+	if cut {
+		end := max(n-len(ellipsis), 0)
+		for end > 0 && !utf8.RuneStart(s[end]) {
+			end--
+		}
+		s = s[:end]
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if cut {
+		s += ellipsis
+	}
+	return s
+}
+
 // accessLog writes one structured line per request: never headers, so
-// never a token.
+// never a token. What it repeats from the request is clipped, so a line is
+// bounded whatever the client sends; metrics label unknown methods "other".
 func (s *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -90,17 +144,18 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		if route == "" {
 			route = "unmatched"
 		}
-		s.metrics.requests.WithLabelValues(r.Method, route, strconv.Itoa(lw.status)).Inc()
-		s.metrics.duration.WithLabelValues(r.Method, route).Observe(d.Seconds())
+		method := methodLabel(r.Method)
+		s.metrics.requests.WithLabelValues(method, route, strconv.Itoa(lw.status)).Inc()
+		s.metrics.duration.WithLabelValues(method, route).Observe(d.Seconds())
 		s.log.Info("request",
-			"method", r.Method,
-			"path", r.URL.Path,
+			"method", clip(r.Method, maxLoggedMethod),
+			"path", clip(r.URL.Path, maxLogged),
 			"status", lw.status,
 			"bytes", lw.bytes,
 			"duration_ms", float64(d.Microseconds())/1000,
 			"project", lw.project,
-			"remote", r.RemoteAddr,
-			"user_agent", r.UserAgent(),
+			"remote", clip(r.RemoteAddr, maxLogged),
+			"user_agent", clip(r.UserAgent(), maxLogged),
 		)
 	})
 }

@@ -9,6 +9,14 @@ import (
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
+// Bounds of an error response, in bytes: field paths and details may repeat
+// what a client sent.
+const (
+	maxProblemField   = 96
+	maxProblemMessage = 256
+	maxProblemDetail  = 512
+)
+
 // problem writes an application/problem+json error response.
 func problem(w http.ResponseWriter, status int, code, detail string, errs ...widgetapi.FieldError) {
 	writeProblem(w, widgetapi.Problem{
@@ -21,7 +29,20 @@ func problem(w http.ResponseWriter, status int, code, detail string, errs ...wid
 	})
 }
 
+// writeProblem writes p, bounded whatever the request was: at most
+// widgetapi.MaxFieldErrors field errors (the rest counted in ErrorsOmitted),
+// and each string clipped. Every error response goes through here.
 func writeProblem(w http.ResponseWriter, p widgetapi.Problem) {
+	p.Detail = clip(p.Detail, maxProblemDetail)
+	if n := len(p.Errors); n > widgetapi.MaxFieldErrors {
+		p.ErrorsOmitted += n - widgetapi.MaxFieldErrors
+		p.Errors = p.Errors[:widgetapi.MaxFieldErrors]
+	}
+	errs := make([]widgetapi.FieldError, len(p.Errors))
+	for i, e := range p.Errors {
+		errs[i] = widgetapi.FieldError{Field: clip(e.Field, maxProblemField), Message: clip(e.Message, maxProblemMessage)}
+	}
+	p.Errors = errs
 	w.Header().Set("Content-Type", widgetapi.ProblemContentType)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(p.Status)
@@ -32,9 +53,14 @@ func invalid(w http.ResponseWriter, errs []widgetapi.FieldError) {
 	problem(w, http.StatusUnprocessableEntity, widgetapi.CodeInvalid, "the request has invalid fields; see errors", errs...)
 }
 
-func rateLimited(w http.ResponseWriter, wait time.Duration) {
+// setRetryAfter sets Retry-After to wait in whole seconds, at least 1.
+func setRetryAfter(w http.ResponseWriter, wait time.Duration) {
 	secs := int((wait + time.Second - 1) / time.Second)
 	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+}
+
+func rateLimited(w http.ResponseWriter, wait time.Duration) {
+	setRetryAfter(w, wait)
 	problem(w, http.StatusTooManyRequests, widgetapi.CodeRateLimited, "too many requests for this token; retry after the Retry-After delay")
 }
 

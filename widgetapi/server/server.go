@@ -21,6 +21,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
+
+	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
 // Options configure a Server. The zero value of every field is usable except
@@ -61,8 +63,42 @@ type Options struct {
 	// FeedRetention is how many change feed entries the server keeps
 	// (default 100000).
 	FeedRetention uint64
-	// MaxWait bounds a change feed long poll (default 60s).
+	// MaxWait bounds a change feed long poll (default 60s). It may not
+	// exceed widgetapi.MaxChangesWait, the most a client may ask for.
 	MaxWait time.Duration
+
+	// FailedAuthRate is how many failed authentication attempts per second
+	// one client address earns back (default 1); FailedAuthBurst is how many
+	// it may make in a row (default 20). Once they are spent, every /v1
+	// request from that address is answered 429 before its token is even
+	// looked at, until the bucket refills. IPv4 addresses count singly, IPv6
+	// addresses by /64. A negative FailedAuthRate disables the throttle.
+	FailedAuthRate  float64
+	FailedAuthBurst int
+	// FailedAuthAddresses bounds the memory of the throttle: it remembers at
+	// most this many client addresses, forgetting the least recently failed
+	// first (default 10000).
+	FailedAuthAddresses int
+
+	// Connection limits of the http.Server that HTTPServer returns. Zero
+	// means the default; a negative value means none.
+	//
+	// ReadHeaderTimeout bounds reading a request's headers (default 10s).
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, body included (default
+	// 30s).
+	ReadTimeout time.Duration
+	// WriteTimeout bounds a request from the end of its headers to the end
+	// of its response (default 30s). A change feed long poll gets its wait
+	// on top, so it can always answer.
+	WriteTimeout time.Duration
+	// IdleTimeout is how long a keep-alive connection may wait for its next
+	// request (default 120s, longer than Go clients keep idle connections).
+	IdleTimeout time.Duration
+	// MaxConns bounds the connections LimitListener lets in at once
+	// (default 1024). Further clients wait in the listen backlog until a
+	// connection closes.
+	MaxConns int
 
 	// Logger receives the access log and lifecycle events (default: discard).
 	Logger *slog.Logger
@@ -83,6 +119,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	limiters map[[32]byte]*rate.Limiter
+	// authFail throttles failed authentication per client address; nil
+	// when disabled.
+	authFail *authThrottle
 
 	faultMu sync.RWMutex
 	faults  Faults
@@ -120,6 +159,17 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxWait <= 0 {
 		opts.MaxWait = 60 * time.Second
 	}
+	if opts.MaxWait > widgetapi.MaxChangesWait {
+		return nil, fmt.Errorf("the longest change feed wait must be at most %s, the contract's limit", widgetapi.MaxChangesWait)
+	}
+	opts.FailedAuthRate = orDefault(opts.FailedAuthRate, 1)
+	opts.FailedAuthBurst = orDefault(opts.FailedAuthBurst, 20)
+	opts.FailedAuthAddresses = orDefault(opts.FailedAuthAddresses, 10000)
+	opts.ReadHeaderTimeout = orDefault(opts.ReadHeaderTimeout, 10*time.Second)
+	opts.ReadTimeout = orDefault(opts.ReadTimeout, 30*time.Second)
+	opts.WriteTimeout = orDefault(opts.WriteTimeout, 30*time.Second)
+	opts.IdleTimeout = orDefault(opts.IdleTimeout, 120*time.Second)
+	opts.MaxConns = orDefault(opts.MaxConns, 1024)
 	if opts.RateLimit > 0 && opts.RateBurst <= 0 {
 		opts.RateBurst = max(int(2*opts.RateLimit), 1)
 	}
@@ -144,6 +194,7 @@ func New(opts Options) (*Server, error) {
 		metrics:  newMetrics(),
 		feed:     newNotifier(),
 		limiters: map[[32]byte]*rate.Limiter{},
+		authFail: newAuthThrottle(opts.FailedAuthRate, opts.FailedAuthBurst, opts.FailedAuthAddresses),
 		faults:   Faults{Latency: opts.FaultLatency, ErrorRate: opts.FaultErrorRate},
 		stop:     make(chan struct{}),
 	}
@@ -183,6 +234,14 @@ func (s *Server) SetFaults(f Faults) {
 	s.faultMu.Lock()
 	defer s.faultMu.Unlock()
 	s.faults = f
+}
+
+// orDefault returns def for the zero value and v otherwise.
+func orDefault[T int | float64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
 }
 
 // Registry returns the server's Prometheus metrics registry.
@@ -258,11 +317,22 @@ func projectOf(r *http.Request) string { p, _ := r.Context().Value(ctxKey{}).(st
 
 // authenticate resolves the bearer token to a project. Tokens are compared
 // by their SHA-256 so lookup time does not depend on how much of a guess
-// matches.
+// matches. A client address that failed too often is answered 429 before its
+// token is looked at, so guessing tokens is throttled and a throttled guess
+// learns nothing, not even whether it was right.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		addr := clientAddr(r.RemoteAddr)
+		if wait := s.authFail.wait(addr, s.opts.Now()); wait > 0 {
+			s.metrics.authThrottled.Inc()
+			setRetryAfter(w, wait)
+			problem(w, http.StatusTooManyRequests, widgetapi.CodeRateLimited,
+				"too many failed authentication attempts from this address; check the token, then retry after the Retry-After delay")
+			return
+		}
 		tok, ok := bearer(r)
 		if !ok {
+			s.authFail.failed(addr, s.opts.Now())
 			w.Header().Set("WWW-Authenticate", `Bearer realm="widget-api"`)
 			problem(w, http.StatusUnauthorized, "unauthorized", "send an Authorization: Bearer <token> header")
 			return
@@ -270,6 +340,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		h := sha256.Sum256([]byte(tok))
 		project, ok := s.tokens[h]
 		if !ok {
+			s.authFail.failed(addr, s.opts.Now())
 			w.Header().Set("WWW-Authenticate", `Bearer realm="widget-api", error="invalid_token"`)
 			problem(w, http.StatusUnauthorized, "unauthorized", "the bearer token is not valid")
 			return
@@ -340,6 +411,9 @@ func (s *Server) inject(next http.Handler) http.Handler {
 		s.faultMu.RLock()
 		f := s.faults
 		s.faultMu.RUnlock()
+		if hold := f.Latency + max(f.HoldWriteResponse, 0); hold > 0 {
+			s.extendWriteDeadline(w, hold)
+		}
 		if f.Latency > 0 {
 			select {
 			case <-time.After(f.Latency):
@@ -378,7 +452,7 @@ func (s *Server) recover(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler { //nolint:errorlint,err113 // sentinel panic value
 					panic(v)
 				}
-				s.log.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
+				s.log.Error("handler panic", "method", clip(r.Method, maxLoggedMethod), "path", clip(r.URL.Path, maxLogged), "panic", clip(fmt.Sprint(v), maxLogged))
 				problem(w, http.StatusInternalServerError, "internal", "internal server error")
 			}
 		}()

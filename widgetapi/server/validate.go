@@ -1,11 +1,7 @@
 package server
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strings"
@@ -32,50 +28,6 @@ var (
 	labelKeyRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9._/-]{0,61}[a-z0-9])?$`)
 	sizes      = []string{widgetapi.SizeSmall, widgetapi.SizeMedium, widgetapi.SizeLarge}
 )
-
-// errBadJSON marks a body that is not a JSON object of the expected shape.
-type errBadJSON struct{ err error }
-
-func (e errBadJSON) Error() string { return e.err.Error() }
-
-// decode reads a JSON body strictly: unknown fields are field errors, and
-// malformed JSON or trailing data is an errBadJSON.
-func decode(r io.Reader, v any) ([]widgetapi.FieldError, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxBodyBytes+1))
-	if err != nil {
-		return nil, errBadJSON{fmt.Errorf("cannot read request body: %w", err)}
-	}
-	if len(data) > maxBodyBytes {
-		return nil, errBadJSON{fmt.Errorf("request body exceeds %d bytes", maxBodyBytes)}
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return []widgetapi.FieldError{{Field: strings.Trim(f, `"`), Message: "unknown field"}}, nil
-		}
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return []widgetapi.FieldError{{Field: te.Field, Message: "must be a " + jsonType(te.Type.Kind().String())}}, nil
-		}
-		return nil, errBadJSON{fmt.Errorf("request body is not valid JSON: %w", err)}
-	}
-	if dec.More() {
-		return nil, errBadJSON{errors.New("request body has data after the JSON object")}
-	}
-	return nil, nil
-}
-
-func jsonType(kind string) string {
-	switch kind {
-	case "map", "struct":
-		return "JSON object"
-	case "int64", "int":
-		return "integer"
-	default:
-		return kind
-	}
-}
 
 // fieldErrors accumulates validation problems.
 type fieldErrors []widgetapi.FieldError

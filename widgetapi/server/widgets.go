@@ -29,17 +29,19 @@ func newID(prefix string) string {
 	return prefix + hex.EncodeToString(b)
 }
 
-// readBody decodes a request body strictly and answers 400/422 itself; it
-// reports whether the handler may go on.
-func readBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	ferrs, err := decode(r.Body, v)
+// readBody decodes a request body strictly (see decode), at most
+// maxBodyBytes of it, and answers 400/422 itself; it reports whether the
+// handler may go on.
+func readBody[T any](w http.ResponseWriter, r *http.Request, s *Server, v *T) bool {
+	ferrs, err := decode(http.MaxBytesReader(w, r.Body, maxBodyBytes), v)
 	var bad errBadJSON
 	switch {
 	case errors.As(err, &bad):
 		problem(w, http.StatusBadRequest, widgetapi.CodeMalformed, bad.Error())
 		return false
 	case err != nil:
-		problem(w, http.StatusBadRequest, widgetapi.CodeMalformed, "cannot read request body")
+		s.log.Error("cannot decode a request body", "error", err)
+		problem(w, http.StatusInternalServerError, widgetapi.CodeInternal, "the server could not read the request body")
 		return false
 	case len(ferrs) > 0:
 		invalid(w, ferrs)
@@ -48,6 +50,8 @@ func readBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
+// notFound answers 404 for what (which may repeat a path; the problem is
+// clipped).
 func notFound(w http.ResponseWriter, what string) {
 	problem(w, http.StatusNotFound, widgetapi.CodeNotFound, what+" not found")
 }
@@ -77,7 +81,7 @@ func ifMatch(w http.ResponseWriter, r *http.Request, cur *widgetapi.Widget) bool
 
 func (s *Server) createWidget(w http.ResponseWriter, r *http.Request) {
 	req := widgetapi.CreateWidgetRequest{}
-	if !readBody(w, r, &req) {
+	if !readBody(w, r, s, &req) {
 		return
 	}
 	if errs := s.validateCreate(&req); len(errs) > 0 {
@@ -158,34 +162,16 @@ const (
 )
 
 func (s *Server) listWidgets(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	var errs fieldErrors
-	sel, err := widgetapi.ParseLabelSelector(q.Get("labelSelector"))
-	if err != nil {
-		errs.add("labelSelector", err.Error())
-	}
-	limit := defaultPageSize
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxPageSize {
-			errs.add("limit", "must be an integer from 1 to 500")
-		}
-		limit = n
-	}
-	var after string
-	if v := q.Get("pageToken"); v != "" {
-		b, err := base64.RawURLEncoding.DecodeString(v)
-		if err != nil || len(b) == 0 {
-			errs.add("pageToken", "is not a token this server returned; start again without it")
-		}
-		after = string(b)
-	}
-	if len(errs) > 0 {
-		invalid(w, errs)
+	q := parseQuery(r)
+	sel := q.labelSelector()
+	limit := int(q.integer("limit", 1, maxPageSize, defaultPageSize))
+	after := q.pageToken()
+	if len(q.errs) > 0 {
+		invalid(w, q.errs)
 		return
 	}
 	list := widgetapi.WidgetList{}
-	err = s.store.view(func(t *tx) error {
+	err := s.store.view(func(t *tx) error {
 		items, more, err := t.listWidgets(projectOf(r), after, sel, limit)
 		list.Items = items
 		if more && len(items) > 0 {
@@ -211,7 +197,7 @@ type spec struct {
 
 func (s *Server) replaceWidget(w http.ResponseWriter, r *http.Request) {
 	req := widgetapi.ReplaceWidgetRequest{}
-	if !readBody(w, r, &req) {
+	if !readBody(w, r, s, &req) {
 		return
 	}
 	s.update(w, r, func(cur *widgetapi.Widget) (spec, fieldErrors) {
@@ -225,7 +211,7 @@ func (s *Server) replaceWidget(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) patchWidget(w http.ResponseWriter, r *http.Request) {
 	req := widgetapi.PatchWidgetRequest{}
-	if !readBody(w, r, &req) {
+	if !readBody(w, r, s, &req) {
 		return
 	}
 	s.update(w, r, func(cur *widgetapi.Widget) (spec, fieldErrors) {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -45,7 +44,17 @@ type cli struct {
 	FaultErrorRate float64       `default:"0" help:"Fraction of API requests (0..1) answered 503 before processing (fault injection)."`
 
 	FeedRetention uint64        `default:"100000" help:"Number of change feed entries to keep."`
-	MaxWait       time.Duration `default:"60s" help:"Longest change feed long poll."`
+	MaxWait       time.Duration `default:"60s" help:"Longest change feed long poll (at most 5m, the contract's limit)."`
+
+	FailedAuthRate      float64 `default:"1" help:"Failed authentication attempts per second one client address earns back; once its burst is spent it gets 429 before its token is checked. 0 disables."`
+	FailedAuthBurst     int     `default:"20" help:"Failed authentication attempts one client address may make in a row."`
+	FailedAuthAddresses int     `default:"10000" help:"Client addresses the failed-authentication throttle remembers (least recently failed forgotten first)."`
+
+	ReadHeaderTimeout time.Duration `default:"10s" help:"Longest time to read a request's headers. 0 disables."`
+	ReadTimeout       time.Duration `default:"30s" help:"Longest time to read a whole request, body included. 0 disables."`
+	WriteTimeout      time.Duration `default:"30s" help:"Longest time from a request's headers to the end of its response; change feed long polls get their wait on top. 0 disables."`
+	IdleTimeout       time.Duration `default:"120s" help:"How long a keep-alive connection may wait for its next request. 0 disables."`
+	MaxConns          int           `default:"1024" help:"Most connections served at once; further clients wait in the listen backlog. 0 disables."`
 
 	TLSCert string `type:"existingfile" help:"TLS certificate (PEM). Serves HTTPS when set with --tls-key."`
 	TLSKey  string `type:"existingfile" help:"TLS private key (PEM)."`
@@ -69,6 +78,15 @@ func main() {
 	}
 }
 
+// off maps a flag's 0 ("none") to the server option's negative ("none"),
+// since a zero option means its default.
+func off[T int | float64 | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
+
 func run(c *cli) error {
 	level := slog.LevelInfo
 	if c.Debug {
@@ -85,6 +103,12 @@ func run(c *cli) error {
 	}
 	if c.FaultErrorRate < 0 || c.FaultErrorRate > 1 {
 		return errors.New("--fault-error-rate must be between 0 and 1")
+	}
+	if c.FailedAuthRate < 0 || c.FailedAuthBurst < 1 || c.FailedAuthAddresses < 1 {
+		return errors.New("--failed-auth-rate must be 0 or more, --failed-auth-burst and --failed-auth-addresses at least 1")
+	}
+	if c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 || c.MaxConns < 0 {
+		return errors.New("timeouts and --max-conns must be 0 (none) or more")
 	}
 	tokens, err := server.LoadTokens(c.TokensFile)
 	if err != nil {
@@ -105,7 +129,18 @@ func run(c *cli) error {
 		FaultErrorRate: c.FaultErrorRate,
 		FeedRetention:  c.FeedRetention,
 		MaxWait:        c.MaxWait,
-		Logger:         log,
+
+		FailedAuthRate:      off(c.FailedAuthRate),
+		FailedAuthBurst:     c.FailedAuthBurst,
+		FailedAuthAddresses: c.FailedAuthAddresses,
+
+		ReadHeaderTimeout: off(c.ReadHeaderTimeout),
+		ReadTimeout:       off(c.ReadTimeout),
+		WriteTimeout:      off(c.WriteTimeout),
+		IdleTimeout:       off(c.IdleTimeout),
+		MaxConns:          off(c.MaxConns),
+
+		Logger: log,
 	})
 	if err != nil {
 		return err
@@ -116,8 +151,8 @@ func run(c *cli) error {
 		_ = srv.Close()
 		return fmt.Errorf("cannot listen on %s: %w", c.Listen, err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	hs.RegisterOnShutdown(srv.Shutdown)
+	ln = srv.LimitListener(ln)
+	hs := srv.HTTPServer()
 	scheme := "http"
 	if c.TLSCert != "" {
 		scheme = "https"
