@@ -18,6 +18,9 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	xpextv1alpha1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1alpha1"
+
+	"github.com/widgetco/crossplane-widget/test/lib/proc"
+	"github.com/widgetco/crossplane-widget/test/lib/wait"
 )
 
 // The Secrets `crossplane core init` fills, named as the Helm chart names
@@ -70,10 +73,10 @@ func (h *Harness) startCrossplane(ctx context.Context) error {
 
 	t = time.Now()
 	var err error
-	if h.coreMetricsPort, err = FreePort(); err != nil {
+	if h.coreMetricsPort, err = proc.FreePort(); err != nil {
 		return err
 	}
-	if h.coreHealthPort, err = FreePort(); err != nil {
+	if h.coreHealthPort, err = proc.FreePort(); err != nil {
 		return err
 	}
 	args := []string{
@@ -174,7 +177,7 @@ func (h *Harness) waitCoreReady(ctx context.Context) error {
 	if len(h.opts.Activations) == 0 {
 		return nil
 	}
-	err := poll(wctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
+	err := wait.Poll(wctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
 		p := &xpextv1alpha1.ManagedResourceActivationPolicy{}
 		if err := h.kube.Get(ctx, types.NamespacedName{Name: "default"}, p); err != nil {
 			return false, nil //nolint:nilerr // Keep waiting.

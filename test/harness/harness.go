@@ -54,6 +54,7 @@ import (
 	xpextv1alpha1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1alpha1"
 	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
 
+	"github.com/widgetco/crossplane-widget/test/lib/wait"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
 
@@ -461,26 +462,10 @@ func scheme() *runtime.Scheme {
 // since is the time since t, rounded for logs.
 func since(t time.Time) string { return time.Since(t).Round(100 * time.Millisecond).String() }
 
-// FreePort returns a TCP port that is free on 127.0.0.1 right now. Use it for
-// the flags of processes the harness runs (a provider's metrics or health
-// address, say).
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, errors.Wrap(err, "cannot find a free port")
-	}
-	defer l.Close() //nolint:errcheck // Only probing for a port.
-	a, ok := l.Addr().(*net.TCPAddr)
-	if !ok {
-		return 0, errors.Errorf("cannot find a free port: unexpected address %v", l.Addr())
-	}
-	return a.Port, nil
-}
-
 // waitHTTP polls url until it answers 200.
 func waitHTTP(ctx context.Context, url string) error {
 	c := &http.Client{Timeout: 2 * time.Second}
-	return poll(ctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+	return wait.Poll(ctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return false, err
@@ -492,25 +477,4 @@ func waitHTTP(ctx context.Context, url string) error {
 		_ = rsp.Body.Close()
 		return rsp.StatusCode == http.StatusOK, nil
 	})
-}
-
-// poll calls fn every interval until it returns true or an error, or ctx is
-// done.
-func poll(ctx context.Context, interval time.Duration, fn func(ctx context.Context) (bool, error)) error {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		ok, err := fn(ctx)
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
 }

@@ -24,6 +24,9 @@ import (
 	xpextv1alpha1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1alpha1"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
+
+	"github.com/widgetco/crossplane-widget/test/lib/proc"
+	"github.com/widgetco/crossplane-widget/test/lib/wait"
 )
 
 // syncInterval is how often the runtime player re-asserts what it reports on
@@ -375,7 +378,7 @@ func (h *Harness) install(ctx context.Context, kind pkgKind, name, ref string, c
 	cmd.Env = append([]string{"TLS_SERVER_CERTS_DIR=" + serverDir}, cmd.Env...)
 	switch kind {
 	case kindFunction:
-		port, err := FreePort()
+		port, err := proc.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -456,7 +459,7 @@ func (h *Harness) applyPackage(ctx context.Context, kind pkgKind, name, ref stri
 // active revision.
 func (h *Harness) waitActiveRevision(ctx context.Context, kind pkgKind, name string) (revisionObject, error) {
 	var found revisionObject
-	err := poll(ctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
+	err := wait.Poll(ctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
 		revs, err := h.revisions(ctx, kind, name)
 		if err != nil {
 			return false, nil //nolint:nilerr // Keep waiting.
@@ -477,7 +480,7 @@ func (h *Harness) waitActiveRevision(ctx context.Context, kind pkgKind, name str
 func (h *Harness) waitRevisionHealthy(ctx context.Context, kind pkgKind, name string) (revisionObject, error) {
 	var found revisionObject
 	last := "no active revision yet"
-	err := poll(ctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
+	err := wait.Poll(ctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
 		revs, err := h.revisions(ctx, kind, name)
 		if err != nil {
 			return false, nil //nolint:nilerr // Keep waiting.
@@ -509,7 +512,7 @@ func (h *Harness) waitRevisionHealthy(ctx context.Context, kind pkgKind, name st
 // that starts watching them right away finds them served.
 func (h *Harness) waitEstablished(ctx context.Context, rev revisionObject) error {
 	last := ""
-	err := poll(ctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
+	err := wait.Poll(ctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
 		for _, ref := range rev.GetObjects() {
 			switch ref.Kind {
 			case xpextv1alpha1.ManagedResourceDefinitionKind:
@@ -558,7 +561,7 @@ func (h *Harness) crdEstablished(ctx context.Context, name string) bool {
 func (h *Harness) waitProcessReady(ctx context.Context, kind pkgKind, name string, p *Process, ready func(context.Context) error) error {
 	exited := p.Exited()
 	var last error
-	err := poll(ctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+	err := wait.Poll(ctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
 		select {
 		case <-exited:
 			return false, errors.Errorf("process exited (%v): %s", p.Err(), tailFile(p.LogPath(), 5))
@@ -579,7 +582,7 @@ func (h *Harness) waitProcessReady(ctx context.Context, kind pkgKind, name strin
 // waitPackageHealthy waits for the package to be Installed and Healthy.
 func (h *Harness) waitPackageHealthy(ctx context.Context, kind pkgKind, name string) error {
 	last := ""
-	err := poll(ctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
+	err := wait.Poll(ctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
 		var obj interface {
 			client.Object
 			GetCondition(ct xpv2.ConditionType) xpv2.Condition

@@ -31,6 +31,7 @@ import (
 	xpextv1alpha1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1alpha1"
 
 	"github.com/widgetco/crossplane-widget/test/harness"
+	"github.com/widgetco/crossplane-widget/test/lib/proc"
 )
 
 // Names of the installed packages. The Compositions in examples/composition
@@ -279,7 +280,7 @@ func EnsureNamespace(ctx context.Context, c client.Client, ns string) error {
 
 // loopbackAddr returns a free 127.0.0.1:PORT.
 func loopbackAddr() (string, error) {
-	p, err := harness.FreePort()
+	p, err := proc.FreePort()
 	if err != nil {
 		return "", err
 	}

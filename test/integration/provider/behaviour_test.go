@@ -73,10 +73,10 @@ func TestDriftRepairWithChangeFeed(t *testing.T) {
 		}
 		return false, fmt.Sprintf("%d events, none DriftRepaired", len(l.Items))
 	})
-	if got := p.metric("widget_updates_total", `cause="drift"`, `kind="Widget.widget.m.widgetco.io"`); got < 5 {
+	if got := p.metric("widget_updates_total", map[string]string{"cause": "drift", "kind": "Widget.widget.m.widgetco.io"}); got < 5 {
 		t.Errorf("widget_updates_total{cause=drift} = %v, want >= 5", got)
 	}
-	if got := p.metric("widget_feed_enqueues_total"); got < 5 {
+	if got := p.metric("widget_feed_enqueues_total", nil); got < 5 {
 		t.Errorf("widget_feed_enqueues_total = %v, want >= 5 (repairs must come from the feed)", got)
 	}
 }

@@ -9,10 +9,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +33,9 @@ import (
 	"github.com/widgetco/crossplane-widget/apis"
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	"github.com/widgetco/crossplane-widget/test/lib/proc"
+	"github.com/widgetco/crossplane-widget/test/lib/prom"
+	"github.com/widgetco/crossplane-widget/test/lib/wait"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
@@ -96,10 +98,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	suite.bin = filepath.Join(dir, "provider")
-	build := exec.Command("go", "build", "-o", suite.bin, "../../../provider")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "cannot build the provider: %v\n%s", err, out)
+	defer proc.Clean()
+	if suite.bin, err = proc.Build(context.Background(), "github.com/widgetco/crossplane-widget/provider"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()
@@ -175,19 +176,12 @@ func (e *env) client() *widgetapi.Client { return e.api.Client(e.t, e.token) }
 // last explanation.
 func (e *env) eventually(d time.Duration, what string, fn func() (bool, string)) time.Duration {
 	e.t.Helper()
-	start := time.Now()
-	var last string
-	for {
-		done, why := fn()
-		if done {
-			return time.Since(start)
+	return wait.For(e.t, d, what, func() error {
+		if done, why := fn(); !done {
+			return errors.New(why)
 		}
-		last = why
-		if time.Since(start) > d {
-			e.t.Fatalf("timed out after %s waiting for %s; last state: %s", d, what, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // provider is a running provider-widget process.
@@ -203,7 +197,10 @@ type provider struct {
 // startProvider runs the provider binary until the test ends.
 func startProvider(t *testing.T, args ...string) *provider {
 	t.Helper()
-	metricsAddr := freeAddr(t)
+	metricsAddr, err := proc.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
 	full := append([]string{"--kubeconfig", suite.kubeconfig, "--debug",
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0",
 		"--poll-interval", "1m", "--feed-wait", "5s"}, args...)
@@ -266,45 +263,14 @@ func (p *provider) kill() {
 	<-p.done
 }
 
-// metric returns the sum of a provider metric's samples whose labels contain
-// every given label pair ("name=\"value\"").
-func (p *provider) metric(name string, labels ...string) float64 {
-	rsp, err := http.Get("http://" + p.metrics + "/metrics") //nolint:noctx // test helper
+// metric returns the sum of a provider metric's samples whose labels
+// include every given pair, or -1 when the metrics cannot be read.
+func (p *provider) metric(name string, labels map[string]string) float64 {
+	ss, err := prom.Scrape(context.Background(), nil, "http://"+p.metrics+"/metrics")
 	if err != nil {
 		return -1
 	}
-	defer rsp.Body.Close()
-	body, _ := io.ReadAll(rsp.Body)
-	sum := 0.0
-	for _, line := range strings.Split(string(body), "\n") {
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		ok := true
-		for _, l := range labels {
-			if !strings.Contains(line, l) {
-				ok = false
-			}
-		}
-		if !ok {
-			continue
-		}
-		var v float64
-		fields := strings.Fields(line)
-		_, _ = fmt.Sscan(fields[len(fields)-1], &v)
-		sum += v
-	}
-	return sum
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return ss.Sum(name, labels)
 }
 
 // defaultName is the external name the provider gives a namespaced resource
