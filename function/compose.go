@@ -9,8 +9,10 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/crossplane/function-sdk-go/errors"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/resource/composed"
+	"github.com/crossplane/function-sdk-go/response"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -40,6 +42,53 @@ const (
 	labelComponent  = "fn.widgetco.io/component"
 	componentWidget = "widget"
 )
+
+// An outcome is the function's answer for an XR it composes.
+type outcome struct {
+	// composed are the resources the function composes. Resources that
+	// earlier pipeline steps compose are passed through as they are.
+	composed map[resource.Name]*resource.DesiredComposed
+
+	// xr is the desired XR: what earlier steps desire, plus its status and,
+	// for a legacy XR, its connection details.
+	xr *resource.Composite
+
+	conditions []condition
+	ready      bool
+}
+
+// compose decides the desired resources, the XR's status and connection
+// details, and its conditions, from what is observed. Once ctx is done it
+// may return an incomplete outcome; the caller must then not use it.
+func compose(ctx context.Context, s *state, pol policy, want settings) (*outcome, error) {
+	obs := observe(ctx, s.widget, s.observed, want.keys)
+
+	cds, err := composeResources(ctx, scopeFor(s.xr.flavour, pol), s.xr, want, obs)
+	if err != nil {
+		return nil, err
+	}
+	o := &outcome{composed: cds, xr: s.dxr}
+	if err := publishConnectionDetails(o, s.xr, want, obs); err != nil {
+		return nil, err
+	}
+	if err := setStatus(o.xr, s.xr, want, obs); err != nil {
+		return nil, err
+	}
+
+	o.conditions = []condition{compliantCondition(s.xr), widgetCondition(obs.widget), keysCondition(obs)}
+	o.ready = obs.isReady(s.xr.flavour)
+	return o, nil
+}
+
+// writeTo adds the desired resources and XR of the outcome to the response.
+// It adds to the desired state of earlier pipeline steps, replacing only
+// resources of the same composition resource names.
+func (o *outcome) writeTo(rsp *fnv1.RunFunctionResponse) error {
+	if err := response.SetDesiredComposedResources(rsp, o.composed); err != nil {
+		return errors.Wrap(err, "cannot set the desired composed resources")
+	}
+	return errors.Wrap(response.SetDesiredCompositeResource(rsp, o.xr), "cannot set the desired composite resource")
+}
 
 // A scope builds the managed resources of one flavour of XR.
 type scope interface {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/crossplane/function-sdk-go/errors"
@@ -53,10 +52,6 @@ var warningReasons = map[string]bool{
 	reasonFailed:               true,
 	reasonUnavailable:          true,
 }
-
-// maxProviderMessage is the most bytes of a managed resource's own condition
-// message that a condition of the XR repeats.
-const maxProviderMessage = 512
 
 // A condition of the XR and its claim.
 type condition struct {
@@ -243,19 +238,6 @@ func providerMessage(c xpv2.Condition) string {
 		msg = fmt.Sprintf("its %s condition is %s with reason %s and no message", c.Type, c.Status, c.Reason)
 	}
 	return truncate(msg)
-}
-
-// truncate shortens s to at most maxProviderMessage bytes, on a character
-// boundary.
-func truncate(s string) string {
-	if len(s) <= maxProviderMessage {
-		return s
-	}
-	cut := maxProviderMessage - len("...")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }
 
 func plural(n int, one, many string) string {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -287,59 +286,6 @@ func TestRejectedCondition(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, rejectedCondition(x, tc.err)); diff != "" {
 				t.Errorf("%s\nrejectedCondition(...): -want, +got:\n%s", tc.reason, diff)
-			}
-		})
-	}
-}
-
-func TestTruncate(t *testing.T) {
-	cases := map[string]struct {
-		reason string
-		s      string
-		want   string
-	}{
-		"Short": {
-			reason: "A short message is kept.",
-			s:      "fine",
-			want:   "fine",
-		},
-		"Long": {
-			reason: "A long message is cut to the limit, with an ellipsis.",
-			s:      strings.Repeat("a", 600),
-			want:   strings.Repeat("a", 509) + "...",
-		},
-		"MultiByte": {
-			reason: "A long message is cut on a character boundary.",
-			s:      strings.Repeat("a", 508) + "éééé",
-			want:   strings.Repeat("a", 508) + "...",
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, truncate(tc.s)); diff != "" {
-				t.Errorf("%s\ntruncate(...): -want, +got:\n%s", tc.reason, diff)
-			}
-		})
-	}
-}
-
-// TestRejectionTypes checks that each way the function rejects a request has
-// its own reason.
-func TestRejectionTypes(t *testing.T) {
-	cases := map[string]struct {
-		reason string
-		err    error
-		want   string
-	}{
-		"InvalidInput":   {reason: "Unreadable input is the platform's to fix.", err: invalidInput(errBoom), want: reasonInvalidFunctionInput},
-		"InvalidRequest": {reason: "An unreadable request is invalid.", err: unreadable(errBoom, "cannot read"), want: reasonInvalidRequest},
-		"Unsupported":    {reason: "An unsupported XR is unsupported.", err: unsupported("no"), want: reasonUnsupportedComposite},
-		"Violation":      {reason: "A policy violation is a violation.", err: policyViolation(xwidget{}, nil), want: reasonPolicyViolation},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if got := rejectedCondition(xwidget{}, tc.err).Reason; got != tc.want {
-				t.Errorf("%s\nwant reason %q, got %q", tc.reason, tc.want, got)
 			}
 		})
 	}

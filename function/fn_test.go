@@ -1,18 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -391,9 +390,9 @@ func TestRunFunction(t *testing.T) {
 				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: steady},
 				Desired: &fnv1.State{
 					Composite: &fnv1.Resource{
-						Resource: mustStruct(map[string]any{"status": map[string]any{
+						Resource: resource.MustStructObject(&unstructured.Unstructured{Object: map[string]any{"status": map[string]any{
 							"endpoint": lgEndpoint, "externalName": "web-5t2xq-h7kzp", "widgetState": "Ready", "region": "eu-west-1", "keysReady": "1/1",
-						}}),
+						}}}),
 						ConnectionDetails: map[string][]byte{
 							"endpoint":   []byte(lgEndpoint),
 							"widget":     []byte("web-5t2xq-h7kzp"),
@@ -425,11 +424,11 @@ func TestRunFunction(t *testing.T) {
 				input: policyInput(),
 				desired: &fnv1.State{
 					Composite: &fnv1.Resource{
-						Resource:          mustStruct(map[string]any{"status": map[string]any{"fromEarlierStep": "kept"}}),
+						Resource:          resource.MustStructJSON(`{"status": {"fromEarlierStep": "kept"}}`),
 						ConnectionDetails: map[string][]byte{"earlier": []byte("kept")},
 					},
 					Resources: map[string]*fnv1.Resource{
-						"bucket": {Resource: mustStruct(map[string]any{"apiVersion": "example.org/v1", "kind": "Bucket"}), Ready: readyTrue},
+						"bucket": {Resource: resource.MustStructJSON(`{"apiVersion": "example.org/v1", "kind": "Bucket"}`), Ready: readyTrue},
 					},
 				},
 			},
@@ -437,11 +436,11 @@ func TestRunFunction(t *testing.T) {
 				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
 				Desired: &fnv1.State{
 					Composite: &fnv1.Resource{
-						Resource:          mustStruct(map[string]any{"status": map[string]any{"fromEarlierStep": "kept", "keysReady": "0/2", "connectionSecretName": "web-connection"}}),
+						Resource:          resource.MustStructJSON(`{"status": {"fromEarlierStep": "kept", "keysReady": "0/2", "connectionSecretName": "web-connection"}}`),
 						ConnectionDetails: map[string][]byte{"earlier": []byte("kept")},
 					},
 					Resources: map[string]*fnv1.Resource{
-						"bucket":            {Resource: mustStruct(map[string]any{"apiVersion": "example.org/v1", "kind": "Bucket"}), Ready: readyTrue},
+						"bucket":            {Resource: resource.MustStructJSON(`{"apiVersion": "example.org/v1", "kind": "Bucket"}`), Ready: readyTrue},
 						"widget":            desired(wantNSWidget(), readyFalse),
 						"connection-secret": desired(wantNSSecret(nil), readyFalse),
 					},
@@ -505,116 +504,3 @@ func TestRunFunction(t *testing.T) {
 }
 
 const clusterScopeMessage = "XWidget web is a cluster-scoped (scope Cluster) composite resource; function-widget composes composite resources of scope Namespaced (apiextensions.crossplane.io/v2) and LegacyCluster (apiextensions.crossplane.io/v1, with claims): use one of those in the CompositeResourceDefinition"
-
-// requests are calls the function typically gets, one per stage and flavour.
-func requests() map[string]*fnv1.RunFunctionRequest {
-	ready := func(i int) map[string][]byte {
-		return keyDetails([]string{"team-a-web-q2w7d", "team-a-web-m5n8c"}[i], "s3cr3t", "team-a-web-8k2mz", nsEndpoint)
-	}
-	return map[string]*fnv1.RunFunctionRequest{
-		"NamespacedNew": testRequest{xr: nsXR(), input: policyInput()}.build(),
-		"NamespacedProvisioning": testRequest{xr: nsXR(), input: policyInput(), observed: map[string]*fnv1.Resource{
-			"widget": observed(nsWidget(), nil),
-		}}.build(),
-		"NamespacedReady": testRequest{xr: nsXR(), input: policyInput(), observed: map[string]*fnv1.Resource{
-			"widget": observed(nsWidget(widgetReady(nsEndpoint)), nil),
-			"key-0":  observed(nsKey(0), ready(0)),
-			"key-1":  observed(nsKey(1), ready(1)),
-		}}.build(),
-		"LegacyReady": testRequest{xr: legacyXR(), input: policyInput(), observed: map[string]*fnv1.Resource{
-			"widget": observed(legacyWidget(), nil),
-			"key-0":  observed(legacyKey(), keyDetails("web-5t2xq-b4r6s", "s3cr3t", "web-5t2xq-h7kzp", lgEndpoint)),
-		}}.build(),
-		"PolicyViolation": testRequest{xr: nsXR(set("spec.size", "large")), input: policyInput()}.build(),
-		"WithDesiredState": testRequest{xr: nsXR(), input: policyInput(), desired: &fnv1.State{
-			Composite: &fnv1.Resource{Resource: mustStruct(map[string]any{"status": map[string]any{"a": "b"}})},
-			Resources: map[string]*fnv1.Resource{"bucket": {Resource: mustStruct(map[string]any{"apiVersion": "example.org/v1", "kind": "Bucket"})}},
-		}}.build(),
-	}
-}
-
-// TestRunFunctionConcurrently calls RunFunction from many goroutines at once,
-// all sharing each request, and checks every response against one computed
-// alone. Run with -race (make test does) it proves that RunFunction neither
-// shares state between calls nor changes its request.
-func TestRunFunctionConcurrently(t *testing.T) {
-	f, err := NewFunction()
-	if err != nil {
-		t.Fatalf("NewFunction(): %v", err)
-	}
-	reqs := requests()
-	want := make(map[string]*fnv1.RunFunctionResponse, len(reqs))
-	for name, req := range reqs {
-		if want[name], err = f.RunFunction(context.Background(), proto.CloneOf(req)); err != nil {
-			t.Fatalf("%s: RunFunction(): %v", name, err)
-		}
-	}
-
-	const callers = 8
-	type got struct {
-		name string
-		rsp  *fnv1.RunFunctionResponse
-		err  error
-	}
-	out := make(chan got, callers*len(reqs))
-	var wg sync.WaitGroup
-	for range callers {
-		for name, req := range reqs {
-			wg.Go(func() {
-				rsp, err := f.RunFunction(context.Background(), req)
-				out <- got{name: name, rsp: rsp, err: err}
-			})
-		}
-	}
-	wg.Wait()
-	close(out)
-
-	for g := range out {
-		if g.err != nil {
-			t.Errorf("%s: RunFunction(): %v", g.name, g.err)
-			continue
-		}
-		if diff := cmp.Diff(want[g.name], g.rsp, protocmp.Transform()); diff != "" {
-			t.Errorf("%s: a concurrent call should answer like a call alone: -alone, +concurrent:\n%s", g.name, diff)
-		}
-	}
-	for name, req := range reqs {
-		if diff := cmp.Diff(requests()[name], req, protocmp.Transform()); diff != "" {
-			t.Errorf("%s: RunFunction should not change its request: -before, +after:\n%s", name, diff)
-		}
-	}
-}
-
-// TestRunFunctionDeterministic calls RunFunction twice with the same request
-// and requires byte-identical responses: Crossplane caches responses, and a
-// response that differs between identical requests would change composed
-// resources or conditions for no reason.
-func TestRunFunctionDeterministic(t *testing.T) {
-	f, err := NewFunction()
-	if err != nil {
-		t.Fatalf("NewFunction(): %v", err)
-	}
-	m := proto.MarshalOptions{Deterministic: true}
-	for name, req := range requests() {
-		t.Run(name, func(t *testing.T) {
-			var first []byte
-			for i := range 2 {
-				rsp, err := f.RunFunction(context.Background(), proto.CloneOf(req))
-				if err != nil {
-					t.Fatalf("RunFunction(): %v", err)
-				}
-				b, err := m.Marshal(rsp)
-				if err != nil {
-					t.Fatalf("Marshal(): %v", err)
-				}
-				if i == 0 {
-					first = b
-					continue
-				}
-				if !bytes.Equal(first, b) {
-					t.Errorf("the same request should produce byte-identical responses; they differ:\n%s", cmp.Diff(first, b))
-				}
-			}
-		})
-	}
-}

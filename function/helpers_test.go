@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 
@@ -10,8 +11,8 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/resource/composite"
-	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/widgetco/crossplane-widget/function/input/v1beta1"
 )
@@ -82,14 +83,6 @@ func xpCondition(typ, status, reason, msg string) map[string]any {
 		c["message"] = msg
 	}
 	return c
-}
-
-func mustStruct(o map[string]any) *structpb.Struct {
-	s, err := structpb.NewStruct(o)
-	if err != nil {
-		panic(err)
-	}
-	return s
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -266,18 +259,18 @@ type testRequest struct {
 func (r testRequest) build() *fnv1.RunFunctionRequest {
 	req := &fnv1.RunFunctionRequest{
 		Meta:     &fnv1.RequestMeta{Tag: "tag"},
-		Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: mustStruct(r.xr)}, Resources: r.observed},
+		Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructObject(&unstructured.Unstructured{Object: r.xr})}, Resources: r.observed},
 		Desired:  r.desired,
 	}
 	if r.input != nil {
-		req.Input = mustStruct(r.input)
+		req.Input = resource.MustStructObject(&unstructured.Unstructured{Object: r.input})
 	}
 	return req
 }
 
 // observed returns an observed composed resource.
 func observed(o map[string]any, details map[string][]byte) *fnv1.Resource {
-	return &fnv1.Resource{Resource: mustStruct(o), ConnectionDetails: details}
+	return &fnv1.Resource{Resource: resource.MustStructObject(&unstructured.Unstructured{Object: o}), ConnectionDetails: details}
 }
 
 // want builders for the response.
@@ -399,19 +392,68 @@ func wantLegacyKey() map[string]any {
 }
 
 func desired(o map[string]any, r fnv1.Ready) *fnv1.Resource {
-	return &fnv1.Resource{Resource: mustStruct(o), Ready: r}
+	return &fnv1.Resource{Resource: resource.MustStructObject(&unstructured.Unstructured{Object: o}), Ready: r}
 }
 
 // xrStatus is a desired XR with the supplied status fields.
 func xrStatus(fields map[string]any) *fnv1.Resource {
-	return &fnv1.Resource{Resource: mustStruct(map[string]any{"status": fields})}
+	return &fnv1.Resource{Resource: resource.MustStructObject(&unstructured.Unstructured{Object: map[string]any{"status": fields}})}
 }
 
 // inputOf returns the WidgetPolicy of an input object.
 func inputOf(o map[string]any) *v1beta1.WidgetPolicy {
 	in := &v1beta1.WidgetPolicy{}
-	if err := resource.AsObject(mustStruct(o), in); err != nil {
+	if err := resource.AsObject(resource.MustStructObject(&unstructured.Unstructured{Object: o}), in); err != nil {
 		panic(err)
 	}
 	return in
+}
+
+// requests are calls the function typically gets, one per stage and flavour.
+func requests() map[string]*fnv1.RunFunctionRequest {
+	ready := func(i int) map[string][]byte {
+		return keyDetails([]string{"team-a-web-q2w7d", "team-a-web-m5n8c"}[i], "s3cr3t", "team-a-web-8k2mz", nsEndpoint)
+	}
+	return map[string]*fnv1.RunFunctionRequest{
+		"NamespacedNew": testRequest{xr: nsXR(), input: policyInput()}.build(),
+		"NamespacedProvisioning": testRequest{xr: nsXR(), input: policyInput(), observed: map[string]*fnv1.Resource{
+			"widget": observed(nsWidget(), nil),
+		}}.build(),
+		"NamespacedReady": testRequest{xr: nsXR(), input: policyInput(), observed: map[string]*fnv1.Resource{
+			"widget": observed(nsWidget(widgetReady(nsEndpoint)), nil),
+			"key-0":  observed(nsKey(0), ready(0)),
+			"key-1":  observed(nsKey(1), ready(1)),
+		}}.build(),
+		"LegacyReady": testRequest{xr: legacyXR(), input: policyInput(), observed: map[string]*fnv1.Resource{
+			"widget": observed(legacyWidget(), nil),
+			"key-0":  observed(legacyKey(), keyDetails("web-5t2xq-b4r6s", "s3cr3t", "web-5t2xq-h7kzp", lgEndpoint)),
+		}}.build(),
+		"PolicyViolation": testRequest{xr: nsXR(set("spec.size", "large")), input: policyInput()}.build(),
+		"WithDesiredState": testRequest{xr: nsXR(), input: policyInput(), desired: &fnv1.State{
+			Composite: &fnv1.Resource{Resource: resource.MustStructJSON(`{"status": {"a": "b"}}`)},
+			Resources: map[string]*fnv1.Resource{"bucket": {Resource: resource.MustStructJSON(`{"apiVersion": "example.org/v1", "kind": "Bucket"}`)}},
+		}}.build(),
+	}
+}
+
+// manyLabels returns n labels whose keys are invalid: uppercase.
+func manyLabels(n int) map[string]string {
+	l := make(map[string]string, n)
+	for i := range n {
+		l[fmt.Sprintf("K%d", i)] = "v"
+	}
+	return l
+}
+
+// fieldErrors returns the invalid fields of a rejection, or nil for nil.
+func fieldErrors(t *testing.T, err error) field.ErrorList {
+	t.Helper()
+	if err == nil {
+		return nil
+	}
+	r := &rejection{}
+	if !errors.As(err, &r) {
+		t.Fatalf("want a rejection, got %T: %v", err, err)
+	}
+	return r.fields
 }

@@ -3,16 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/fieldpath"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource/unstructured/reference"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
 	"github.com/crossplane/function-sdk-go/resource"
-	"github.com/crossplane/function-sdk-go/resource/composite"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/widgetco/crossplane-widget/function/input/v1beta1"
 )
@@ -185,58 +180,4 @@ func readXWidget(ctx context.Context, oxr *resource.Composite) (xwidget, error) 
 		return x, unreadable(err, "cannot read the spec of "+x.String())
 	}
 	return x, nil
-}
-
-// validateIdentity checks what the function names and describes composed
-// resources after: the XR's name, namespace and kind. Each must be what the
-// API server allows for an object's name, a namespace and a kind.
-func validateIdentity(xr *composite.Unstructured) field.ErrorList {
-	var errs field.ErrorList
-	name := field.NewPath("metadata", "name")
-	switch n := xr.GetName(); n {
-	case "":
-		errs = append(errs, field.Required(name, "Crossplane always sends the name of the composite resource"))
-	default:
-		errs = append(errs, validateDNS(n, name, validation.IsDNS1123Subdomain)...)
-	}
-	if ns := xr.GetNamespace(); ns != "" {
-		errs = append(errs, validateDNS(ns, field.NewPath("metadata", "namespace"), validation.IsDNS1123Label)...)
-	}
-	if k := xr.GetKind(); k != "" {
-		errs = append(errs, validateKind(k, field.NewPath("kind"))...)
-	}
-	return errs
-}
-
-// validateClaimReference checks the claim a legacy XR names: its kind,
-// namespace and name, which the function describes composed resources by.
-func validateClaimReference(ref *reference.Claim) field.ErrorList {
-	p := field.NewPath("spec", "claimRef")
-	var errs field.ErrorList
-	errs = append(errs, validateKind(ref.Kind, p.Child("kind"))...)
-	errs = append(errs, validateDNS(ref.Namespace, p.Child("namespace"), validation.IsDNS1123Label)...)
-	errs = append(errs, validateDNS(ref.Name, p.Child("name"), validation.IsDNS1123Subdomain)...)
-	return errs
-}
-
-// validateDNS checks that v is valid according to fn, such as
-// validation.IsDNS1123Label.
-func validateDNS(v string, p *field.Path, fn func(string) []string) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range fn(v) {
-		errs = append(errs, field.Invalid(p, shown(v), msg))
-	}
-	return errs
-}
-
-// validateKind checks that k is a kind the API server allows: lowercased, a
-// DNS-1035 label, as a CustomResourceDefinition's kind must be.
-func validateKind(k string, p *field.Path) field.ErrorList {
-	if k == "" {
-		return field.ErrorList{field.Required(p, "a kind is required")}
-	}
-	if len(k) > validation.DNS1035LabelMaxLength || len(validation.IsDNS1035Label(strings.ToLower(k))) > 0 {
-		return field.ErrorList{field.Invalid(p, shown(k), "must be a kind: at most 63 letters, digits and '-', starting with a letter and ending with a letter or digit")}
-	}
-	return nil
 }

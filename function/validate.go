@@ -9,6 +9,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource/unstructured/reference"
+	"github.com/crossplane/function-sdk-go/resource/composite"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -34,103 +36,12 @@ const (
 	maxRegionLength = 32
 )
 
-// maxShown is the most characters of a value from the request that a message
-// repeats, so that a huge value cannot make a huge condition or event.
-const maxShown = 64
-
 var (
 	// labelKey is the Widget API's (and the Widget CRD's) label key syntax.
 	labelKey = regexp.MustCompile(`^[a-z0-9]([a-z0-9._/-]{0,61}[a-z0-9])?$`)
 	// region is the Widget API's region syntax, such as us-east-1.
 	region = regexp.MustCompile(`^[a-z]+(-[a-z]+)*-[0-9]+$`)
 )
-
-// A rejection is why the function cannot compose an XR. It is a user-facing
-// message: its reason and message become the PolicyCompliant condition of
-// the XR and its claim, and the message the fatal result.
-type rejection struct {
-	reason  string
-	message string
-
-	// fields are the invalid fields, if the rejection is about fields.
-	fields field.ErrorList
-}
-
-func (r *rejection) Error() string { return r.message }
-
-// invalidInput rejects a function input that cannot be read.
-func invalidInput(err error) error {
-	return &rejection{
-		reason:  reasonInvalidFunctionInput,
-		message: "The platform's WidgetPolicy (the function input of the Composition) cannot be read, so no XWidget can be composed; the platform team must fix it: " + truncate(err.Error()),
-	}
-}
-
-// invalidInputFields rejects a function input with invalid fields.
-func invalidInputFields(errs field.ErrorList) error {
-	return &rejection{
-		reason:  reasonInvalidFunctionInput,
-		message: "The platform's WidgetPolicy (the function input of the Composition) is invalid, so no XWidget can be composed; the platform team must fix it: " + join(errs),
-		fields:  errs,
-	}
-}
-
-// policyViolation rejects an XR that violates the policy.
-func policyViolation(x xwidget, errs field.ErrorList) error {
-	return &rejection{
-		reason:  reasonPolicyViolation,
-		message: fmt.Sprintf("%s violates the platform's widget policy; change these fields: %s", x.owner(), join(errs)),
-		fields:  errs,
-	}
-}
-
-// unreadable rejects a request the function cannot make sense of.
-func unreadable(err error, what string) error {
-	return &rejection{reason: reasonInvalidRequest, message: what + ": " + truncate(err.Error())}
-}
-
-// noComposite rejects a request without an observed XR: there is nothing to
-// compose.
-func noComposite() error {
-	return &rejection{
-		reason:  reasonInvalidRequest,
-		message: "The request has no observed composite resource, so there is nothing to compose. Crossplane always sends the composite resource it reconciles: check what sent the request (crossplane render needs an XR).",
-	}
-}
-
-// invalidComposite rejects an XR whose identity - name, namespace, kind or
-// claim - no API server accepts: the function names and describes the
-// resources it composes after it.
-func invalidComposite(errs field.ErrorList) error {
-	return &rejection{
-		reason:  reasonInvalidRequest,
-		message: "The composite resource cannot be composed because the request describes it with invalid fields; Crossplane sends only composite resources the API server accepted, so check what sent the request: " + join(errs),
-		fields:  errs,
-	}
-}
-
-// invalidClaimReference rejects a legacy XR whose spec.claimRef does not
-// name a claim the API server could hold.
-func invalidClaimReference(x xwidget, errs field.ErrorList) error {
-	return &rejection{
-		reason:  reasonInvalidRequest,
-		message: fmt.Sprintf("%s names its claim with invalid fields; Crossplane sets spec.claimRef of the composite resource of a claim, so remove or correct it: %s", x, join(errs)),
-		fields:  errs,
-	}
-}
-
-// unsupported rejects an XR the function does not compose.
-func unsupported(msg string) error {
-	return &rejection{reason: reasonUnsupportedComposite, message: msg}
-}
-
-func join(errs field.ErrorList) string {
-	msgs := make([]string, 0, len(errs))
-	for _, e := range errs {
-		msgs = append(msgs, e.Error())
-	}
-	return strings.Join(msgs, "; ")
-}
 
 // validateInput returns every invalid field of the function's input. The
 // API server never validates a function's input, so this is its only check.
@@ -329,186 +240,56 @@ func printable(s string, text bool) bool {
 	return true
 }
 
-// shown is a value from the request as a message repeats it: at most
-// maxShown characters, marked with "..." when shortened.
-func shown(s string) string {
-	if head, cut := firstRunes(s, maxShown); cut {
-		return head + "..."
-	}
-	return s
-}
-
-// firstRunes returns the first n characters of s, and whether that is not
-// all of s. It reads no more of s than it returns.
-func firstRunes(s string, n int) (string, bool) {
-	i := 0
-	for range n {
-		if i >= len(s) {
-			return s, false
-		}
-		_, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-	}
-	return s[:i], i < len(s)
-}
-
-// describe returns prefix + who + suffix: the description of a resource
-// composed for who. When it would be longer than a description may be, who
-// is shortened on a character boundary and marked with "...", so that the
-// description always fits. The result depends only on its arguments.
-func describe(prefix, who, suffix string) string {
-	room := maxDescription - utf8.RuneCountInString(prefix) - utf8.RuneCountInString(suffix)
-	if head, cut := firstRunes(who, room); !cut {
-		return prefix + head + suffix
-	}
-	head, _ := firstRunes(who, room-len("..."))
-	return prefix + head + "..." + suffix
-}
-
-// settings are the widget and keys an XR asks for, with the policy's
-// defaults applied.
-type settings struct {
-	size        string
-	region      string // Empty lets the Widget API choose.
-	keys        int
-	labels      map[string]string
-	description string
-
-	// secretName is the connection Secret of a namespaced XR.
-	secretName string
-}
-
-// resolve applies the policy's defaults to the XR's spec and checks the
-// result against the policy and the widget w that exists, if any. The error,
-// if any, lists every offending field of the XR and what the policy allows.
-//
-// Every number and collection of the XR is checked against its bound before
-// anything works on it: the work resolve does, and the size of what it
-// returns, never grow with the numbers an XR asks for, such as spec.keys.
-func resolve(x xwidget, pol policy, w widgetObservation) (settings, error) {
+// validateIdentity checks what the function names and describes composed
+// resources after: the XR's name, namespace and kind. Each must be what the
+// API server allows for an object's name, a namespace and a kind.
+func validateIdentity(xr *composite.Unstructured) field.ErrorList {
 	var errs field.ErrorList
-	spec := field.NewPath("spec")
-	s := settings{
-		size:        pol.defaultSize,
-		region:      pol.defaultRegion,
-		keys:        pol.defaultKeys,
-		description: describe("", x.owner(), ", managed by Crossplane"),
+	name := field.NewPath("metadata", "name")
+	switch n := xr.GetName(); n {
+	case "":
+		errs = append(errs, field.Required(name, "Crossplane always sends the name of the composite resource"))
+	default:
+		errs = append(errs, validateDNS(n, name, validation.IsDNS1123Subdomain)...)
 	}
-
-	if x.spec.Size != nil {
-		s.size = *x.spec.Size
+	if ns := xr.GetNamespace(); ns != "" {
+		errs = append(errs, validateDNS(ns, field.NewPath("metadata", "namespace"), validation.IsDNS1123Label)...)
 	}
-	if !pol.sizeAllowed(s.size) || !slices.Contains(v1beta1.Sizes, v1beta1.Size(s.size)) {
-		errs = append(errs, field.NotSupported(spec.Child("size"), shown(s.size), allowedSizes(pol)))
-	}
-
-	errs = append(errs, resolveRegion(&s, x, pol, w.region, spec.Child("region"))...)
-
-	if k := x.spec.Keys; k != nil {
-		// Compared as int64, before any conversion: the policy's maximum is
-		// at most v1beta1.MaxKeys, whatever the XRD allows.
-		if *k < 0 || *k > int64(pol.maxKeys) {
-			errs = append(errs, field.Invalid(spec.Child("keys"), *k, fmt.Sprintf("the platform allows 0 to %d access keys", pol.maxKeys)))
-			s.keys = 0
-		} else {
-			s.keys = int(*k)
-		}
-	}
-
-	errs = append(errs, resolveLabels(&s, x, pol, spec.Child("labels"))...)
-
-	if x.spec.Description != nil {
-		s.description = *x.spec.Description
-		errs = append(errs, validateDescription(s.description, spec.Child("description"))...)
-	}
-
-	if x.flavour == FlavourNamespaced {
-		errs = append(errs, resolveSecretName(&s, x, spec.Child("writeConnectionSecretToRef", "name"))...)
-	}
-
-	if len(errs) > 0 {
-		return s, policyViolation(x, errs)
-	}
-	return s, nil
-}
-
-// resolveLabels merges the policy's default labels and the XR's, and checks
-// them. The XR's labels are merged only once they are known to be few enough.
-func resolveLabels(s *settings, x xwidget, pol policy, p *field.Path) field.ErrorList {
-	errs := validateLabels(x.spec.Labels, p)
-	if len(x.spec.Labels) > maxLabels {
-		return errs
-	}
-	s.labels = maps.Clone(pol.defaultLabels)
-	if len(x.spec.Labels) > 0 && s.labels == nil {
-		s.labels = make(map[string]string, len(x.spec.Labels))
-	}
-	maps.Copy(s.labels, x.spec.Labels)
-	if len(s.labels) > maxLabels {
-		errs = append(errs, field.TooMany(p, len(s.labels), maxLabels-len(pol.defaultLabels)))
-	}
-	for _, k := range pol.requiredLabels {
-		if _, ok := s.labels[k]; !ok {
-			errs = append(errs, field.Required(p.Key(k), "the platform requires every widget to have this label"))
-		}
+	if k := xr.GetKind(); k != "" {
+		errs = append(errs, validateKind(k, field.NewPath("kind"))...)
 	}
 	return errs
 }
 
-// resolveRegion chooses the widget's region: the XR's, else the one the
-// widget already has, else the policy's default. A widget cannot move, so an
-// XR may not ask for another region than its widget's; the policy's allowed
-// regions apply to new widgets only.
-func resolveRegion(s *settings, x xwidget, pol policy, current string, p *field.Path) field.ErrorList {
-	if current != "" {
-		s.region = current
+// validateClaimReference checks the claim a legacy XR names: its kind,
+// namespace and name, which the function describes composed resources by.
+func validateClaimReference(ref *reference.Claim) field.ErrorList {
+	p := field.NewPath("spec", "claimRef")
+	var errs field.ErrorList
+	errs = append(errs, validateKind(ref.Kind, p.Child("kind"))...)
+	errs = append(errs, validateDNS(ref.Namespace, p.Child("namespace"), validation.IsDNS1123Label)...)
+	errs = append(errs, validateDNS(ref.Name, p.Child("name"), validation.IsDNS1123Subdomain)...)
+	return errs
+}
+
+// validateDNS checks that v is valid according to fn, such as
+// validation.IsDNS1123Label.
+func validateDNS(v string, p *field.Path, fn func(string) []string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range fn(v) {
+		errs = append(errs, field.Invalid(p, shown(v), msg))
 	}
-	if x.spec.Region == nil {
-		return nil
+	return errs
+}
+
+// validateKind checks that k is a kind the API server allows: lowercased, a
+// DNS-1035 label, as a CustomResourceDefinition's kind must be.
+func validateKind(k string, p *field.Path) field.ErrorList {
+	if k == "" {
+		return field.ErrorList{field.Required(p, "a kind is required")}
 	}
-	want := *x.spec.Region
-	if errs := validateRegion(want, p); len(errs) > 0 {
-		return errs
-	}
-	s.region = want
-	switch {
-	case current != "" && want != current:
-		return field.ErrorList{field.Invalid(p, want, fmt.Sprintf("the widget already runs in %s and cannot move: set %s or remove the field, or create a new XWidget for another region", current, current))}
-	case current == "" && !pol.regionAllowed(want):
-		return field.ErrorList{field.NotSupported(p, want, pol.allowedRegions)}
+	if len(k) > validation.DNS1035LabelMaxLength || len(validation.IsDNS1035Label(strings.ToLower(k))) > 0 {
+		return field.ErrorList{field.Invalid(p, shown(k), "must be a kind: at most 63 letters, digits and '-', starting with a letter and ending with a letter or digit")}
 	}
 	return nil
-}
-
-// resolveSecretName chooses the name of a namespaced XR's connection Secret.
-// It must not be the connection secret of one of the XR's WidgetKeys. It
-// must run after s.keys is checked: it compares with each key's secret.
-func resolveSecretName(s *settings, x xwidget, p *field.Path) field.ErrorList {
-	s.secretName = childName(x.name, "-connection")
-	ref := x.spec.WriteConnectionSecretToRef
-	if ref == nil || ref.Name == "" {
-		return nil
-	}
-	s.secretName = ref.Name
-	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Subdomain(ref.Name) {
-		errs = append(errs, field.Invalid(p, shown(ref.Name), msg))
-	}
-	for i := range s.keys {
-		if ref.Name == keySecretName(x, i) {
-			errs = append(errs, field.Invalid(p, ref.Name, fmt.Sprintf("is the name of the connection secret of access key %d; choose another name", i)))
-		}
-	}
-	return errs
-}
-
-func allowedSizes(pol policy) []string {
-	if len(pol.allowedSizes) > 0 {
-		return pol.allowedSizes
-	}
-	out := make([]string, 0, len(v1beta1.Sizes))
-	for _, s := range v1beta1.Sizes {
-		out = append(out, string(s))
-	}
-	return out
 }
