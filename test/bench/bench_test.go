@@ -1,13 +1,14 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"image"
 	"image/color"
 	"image/draw"
 	"image/png"
 	"os"
-	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -19,6 +20,8 @@ import (
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
 	"golang.org/x/image/math/fixed"
+
+	"github.com/widgetco/crossplane-widget/test/lib/proc"
 )
 
 // section is one part of docs/benchmarks.md. Each file registers its
@@ -44,7 +47,6 @@ type bench struct {
 
 	kubeOnce sync.Once
 	kubeEnv  *kubeEnv
-	bins     sync.Map // name -> path
 }
 
 // kube returns the shared envtest (kube-apiserver + etcd with the
@@ -58,20 +60,14 @@ func (b *bench) kube(t *testing.T) *kubeEnv {
 	return b.kubeEnv
 }
 
-// build builds the package pkg (relative to the repository) once and
-// returns the binary's path.
-func (b *bench) build(t *testing.T, name, pkg string) string {
+// build builds the package pkg (relative to the repository, e.g.
+// ./provider) once per run and returns the binary's path.
+func (b *bench) build(t *testing.T, _, pkg string) string {
 	t.Helper()
-	if p, ok := b.bins.Load(name); ok {
-		return p.(string)
+	bin, err := proc.Build(context.Background(), path.Join("github.com/widgetco/crossplane-widget", pkg))
+	if err != nil {
+		t.Fatal(err)
 	}
-	bin := filepath.Join(b.dir, name)
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
-	cmd.Dir = b.root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("cannot build %s: %v\n%s", name, err, out)
-	}
-	b.bins.Store(name, bin)
 	return bin
 }
 

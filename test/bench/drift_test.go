@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -28,6 +27,8 @@ import (
 
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	"github.com/widgetco/crossplane-widget/test/lib/proc"
+	"github.com/widgetco/crossplane-widget/test/lib/prom"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
@@ -397,18 +398,18 @@ type provSnap struct {
 func snapProvider(addr string) provSnap {
 	s := provSnap{ops: map[string]float64{}}
 	for _, x := range promSamples(addr, "controller_runtime_reconcile_total") {
-		s.reconciles += x.v
-		if x.labels["result"] == "error" {
-			s.errors += x.v
+		s.reconciles += x.Value
+		if x.Labels["result"] == "error" {
+			s.errors += x.Value
 		}
 	}
 	for _, x := range promSamples(addr, "widget_api_requests_total") {
-		s.api += x.v
-		s.ops[x.labels["operation"]] += x.v
+		s.api += x.Value
+		s.ops[x.Labels["operation"]] += x.Value
 	}
 	for _, x := range promSamples(addr, "widget_updates_total") {
-		if x.labels["cause"] == "drift" {
-			s.drift += x.v
+		if x.Labels["cause"] == "drift" {
+			s.drift += x.Value
 		}
 	}
 	s.kube = max(promSum(addr, "rest_client_requests_total"), 0)
@@ -432,50 +433,14 @@ func (s provSnap) minus(o provSnap) provSnap {
 }
 
 // promSample is one sample of a metric in the Prometheus text format.
-type promSample struct {
-	labels map[string]string
-	v      float64
-}
-
 // promSamples reads every sample of a metric served at addr (none when it
-// cannot be read). Label values must not contain '"' or ','.
-func promSamples(addr, name string) []promSample {
-	rsp, err := http.Get("http://" + addr + "/metrics") //nolint:noctx // loopback, short-lived
+// cannot be read).
+func promSamples(addr, name string) prom.Samples {
+	ss, err := prom.Scrape(context.Background(), nil, "http://"+addr+"/metrics")
 	if err != nil {
 		return nil
 	}
-	defer rsp.Body.Close()
-	var out []promSample
-	sc := bufio.NewScanner(rsp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		s := promSample{labels: map[string]string{}}
-		rest := strings.TrimPrefix(line, name)
-		if strings.HasPrefix(rest, "{") {
-			end := strings.Index(rest, "}")
-			if end < 0 {
-				continue
-			}
-			for _, kv := range strings.Split(rest[1:end], ",") {
-				if k, v, ok := strings.Cut(kv, "="); ok {
-					s.labels[k] = strings.Trim(v, `"`)
-				}
-			}
-			rest = rest[end+1:]
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			continue
-		}
-		if _, err := fmt.Sscan(f[0], &s.v); err == nil {
-			out = append(out, s)
-		}
-	}
-	return out
+	return ss.Of(name)
 }
 
 // setupWidgetProject creates namespace ns with a Secret holding token and a
@@ -516,7 +481,10 @@ type providerProcess struct {
 // serves metrics and its controllers had a second to start their informers.
 func startProviderProcess(t *testing.T, k *kubeEnv, bin, name string, extra []string) *providerProcess {
 	t.Helper()
-	metrics := freeAddr(t)
+	metrics, err := proc.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
 	args := append([]string{"--metrics-bind-address", metrics, "--health-probe-bind-address", "0"}, extra...)
 	cmd := exec.Command(bin, append([]string{"--kubeconfig", k.kubeconfig}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

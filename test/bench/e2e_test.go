@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -33,6 +32,7 @@ import (
 
 	"github.com/widgetco/crossplane-widget/test/e2e/platform"
 	"github.com/widgetco/crossplane-widget/test/harness"
+	"github.com/widgetco/crossplane-widget/test/lib/prom"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
 
@@ -1240,39 +1240,8 @@ func (e *e2eEnv) scrapeAll(t *testing.T) (core, fn, prov, apisrv map[string]floa
 // scrape reads a Prometheus text endpoint into series -> value, a series
 // being the line before its value: name{labels}.
 func scrape(c *http.Client, u string) (map[string]float64, error) {
-	rsp, err := c.Get(u) //nolint:noctx // bounded by the client's timeout
-	if err != nil {
-		return map[string]float64{}, err
-	}
-	defer rsp.Body.Close()
-	b, err := io.ReadAll(rsp.Body)
-	if err != nil {
-		return map[string]float64{}, err
-	}
-	if rsp.StatusCode != http.StatusOK {
-		return map[string]float64{}, fmt.Errorf("%s answered %d", u, rsp.StatusCode)
-	}
-	return parseProm(string(b)), nil
-}
-
-func parseProm(text string) map[string]float64 {
-	m := map[string]float64{}
-	for l := range strings.SplitSeq(text, "\n") {
-		l = strings.TrimSpace(l)
-		if l == "" || l[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexAny(l, " \t")
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(l[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		m[strings.TrimSpace(l[:i])] += v
-	}
-	return m
+	ss, err := prom.Scrape(context.Background(), c, u)
+	return ss.Series(), err
 }
 
 // metricName is the name of a series.
@@ -1404,14 +1373,15 @@ func TestE2EParsers(t *testing.T) {
 	if got := cpuTime(os.Getpid()); got < 0 {
 		t.Errorf("cpuTime(self) = %s", got)
 	}
-	m := parseProm(`# HELP x y
+	ss, _ := prom.Parse(strings.NewReader(`# HELP x y
 function_run_function_request_total{function_name="function-widget",grpc_target="dns:///127.0.0.1:1"} 12
 function_run_function_request_total{function_name="other"} 3
 controller_runtime_reconcile_total{controller="a",result="success"} 5
 controller_runtime_reconcile_total{controller="a",result="error"} 1
 controller_runtime_reconcile_total{controller="b",result="success"} 2
 process_cpu_seconds_total 1.5
-`)
+`))
+	m := ss.Series()
 	if got := metricSum(m, "function_run_function_request_total"); got != 15 {
 		t.Errorf("metricSum = %v, want 15", got)
 	}

@@ -1,11 +1,8 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -30,6 +27,7 @@ import (
 	"github.com/widgetco/crossplane-widget/apis"
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	"github.com/widgetco/crossplane-widget/test/lib/prom"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
@@ -564,31 +562,11 @@ func apiRequests(t *testing.T, s *server.Server) (map[string]float64, float64) {
 // promSum returns the sum of every sample of a metric served at addr, or -1
 // when it cannot be read.
 func promSum(addr, name string) float64 {
-	rsp, err := http.Get("http://" + addr + "/metrics") //nolint:noctx // loopback, short-lived
+	ss, err := prom.Scrape(context.Background(), nil, "http://"+addr+"/metrics")
 	if err != nil {
 		return -1
 	}
-	defer rsp.Body.Close()
-	sum, seen := 0.0, false
-	sc := bufio.NewScanner(rsp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		f := strings.Fields(line)
-		var v float64
-		if _, err := fmt.Sscan(f[len(f)-1], &v); err == nil {
-			sum += v
-			seen = true
-		}
-	}
-	_, _ = io.Copy(io.Discard, rsp.Body)
-	if !seen {
-		return 0
-	}
-	return sum
+	return ss.Sum(name, nil)
 }
 
 // sortedKeys returns m's keys in order.
