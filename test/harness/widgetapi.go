@@ -56,9 +56,10 @@ func startWidgetAPI(o server.Options, dir string) (*WidgetAPI, error) {
 		closeLog()
 		return nil, errors.Wrap(err, "cannot listen for the Widget API server")
 	}
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	hs.RegisterOnShutdown(s.Shutdown)
-	go func() { _ = hs.Serve(l) }()
+	// Served as the widget-api command serves it: with its timeouts,
+	// connection limit and failed-auth throttle.
+	hs := s.HTTPServer()
+	go func() { _ = hs.Serve(s.LimitListener(l)) }()
 	return &WidgetAPI{URL: "http://" + l.Addr().String(), DataDir: o.DataDir, Server: s, hs: hs, logf: logf}, nil
 }
 
