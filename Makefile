@@ -29,7 +29,7 @@ generate: ## Regenerate deepcopy, method sets, resolvers and CRDs (go generate .
 	$(GO) generate ./...
 
 .PHONY: check-diff
-check-diff: ## Fail if generated files are stale (regenerates them, then compares).
+check-diff: ## Fail if generated files are stale (regenerates them, then compares) or go.mod/go.sum are not tidy (module and tools/*).
 	bash hack/check-generated.sh
 
 .PHONY: fmt
