@@ -30,8 +30,8 @@ import (
 
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/widgetco/crossplane-widget/test/e2e/platform"
 	"github.com/widgetco/crossplane-widget/test/harness"
+	"github.com/widgetco/crossplane-widget/test/lib/platform"
 	"github.com/widgetco/crossplane-widget/test/lib/prom"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
@@ -606,7 +606,7 @@ func e2eMarkdown(t *testing.T, b *bench, e *e2eEnv, rs []*e2eRun) string {
 
 	w("## End to end: %d claims to Ready on the local control plane\n\n", r.n)
 	w("`WIDGET_BENCH_ONLY=e2e`; N from `WIDGET_BENCH_E2E_N` (default 100), runs from `WIDGET_BENCH_E2E_RUNS` (default 1).\n")
-	w("The local control plane of `make demo` and the e2e suite (test/harness, set up by test/e2e/platform as the\n")
+	w("The local control plane of `make demo` and the e2e suite (test/harness, set up by test/lib/platform as the\n")
 	w("suite does), started afresh for each run: envtest kube-apiserver v1.35.4 + etcd, ")
 	if e.kcm {
 		w("kube-controller-manager (garbage\ncollector and namespace controllers), ")

@@ -17,8 +17,8 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
-	"github.com/widgetco/crossplane-widget/test/e2e/platform"
 	"github.com/widgetco/crossplane-widget/test/harness"
+	"github.com/widgetco/crossplane-widget/test/lib/platform"
 )
 
 const (

@@ -15,7 +15,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
-	"github.com/widgetco/crossplane-widget/test/e2e/platform"
+	"github.com/widgetco/crossplane-widget/test/lib/platform"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 

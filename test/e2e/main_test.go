@@ -32,8 +32,8 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/widgetco/crossplane-widget/apis"
-	"github.com/widgetco/crossplane-widget/test/e2e/platform"
 	"github.com/widgetco/crossplane-widget/test/harness"
+	"github.com/widgetco/crossplane-widget/test/lib/platform"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )

@@ -14,7 +14,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
 
-	"github.com/widgetco/crossplane-widget/test/e2e/platform"
+	"github.com/widgetco/crossplane-widget/test/lib/platform"
 )
 
 // TestPackagesInstalled checks what Crossplane's package manager made of the

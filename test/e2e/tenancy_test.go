@@ -19,8 +19,8 @@ import (
 
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 	namespacedv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
-	"github.com/widgetco/crossplane-widget/test/e2e/platform"
 	"github.com/widgetco/crossplane-widget/test/harness"
+	"github.com/widgetco/crossplane-widget/test/lib/platform"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
