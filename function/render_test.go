@@ -5,11 +5,9 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -17,6 +15,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/widgetco/crossplane-widget/test/lib/proc"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of TestRender with the current output")
@@ -134,13 +134,15 @@ func TestRender(t *testing.T) {
 // Development runtime. It returns the function's address once it serves.
 func startFunction(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "function-widget")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("cannot build the function: %v\n%s", err, out)
+	bin, err := proc.Build(t.Context(), "github.com/widgetco/crossplane-widget/function")
+	if err != nil {
+		t.Fatal(err)
 	}
 
-	addr := freeAddress(t)
+	addr, err := proc.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var logs bytes.Buffer
 	fn := exec.Command(bin, "--insecure", "--address="+addr, "--metrics-address=", "--debug")
 	fn.Stdout, fn.Stderr = &logs, &logs
@@ -159,17 +161,6 @@ func startFunction(t *testing.T) string {
 		t.Fatalf("the function does not serve at %s: %v\n%s", addr, err, logs.String())
 	}
 	return addr
-}
-
-// freeAddress returns a loopback address with a port no one listens on.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("cannot find a free port: %v", err)
-	}
-	defer func() { _ = l.Close() }()
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
 }
 
 // waitServing waits until the gRPC health service at addr reports SERVING.

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/widgetco/crossplane-widget/test/lib/wait"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
@@ -27,17 +28,18 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-// eventually polls fn until it returns true or the deadline passes.
+// eventually polls fn until it returns true, failing the test after d.
 func eventually(t *testing.T, d time.Duration, what string, fn func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !fn() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
+	wait.For(t, d, what, func() error {
+		if fn() {
+			return nil
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return errNotYet
+	})
 }
+
+var errNotYet = errors.New("not yet")
 
 func waitState(t *testing.T, c *widgetapi.Client, name string, want widgetapi.State) *widgetapi.Widget {
 	t.Helper()

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
+	"github.com/widgetco/crossplane-widget/test/lib/wait"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
@@ -35,23 +37,22 @@ const labelScenario = "e2e-scenario"
 func (s *scenario) eventually(what string, fn func() error) time.Duration {
 	s.t.Helper()
 	begin := time.Now()
-	deadline := begin.Add(waitTimeout)
-	for {
-		err := fn()
-		if err == nil {
-			return time.Since(begin)
-		}
-		if suite.ctx.Err() != nil {
-			s.t.Fatalf("%s: interrupted: the control plane was torn down (last: %v)", what, err)
-		}
-		if time.Now().After(deadline) || s.ctx.Err() != nil {
-			s.t.Fatalf("%s: gave up after %s: %v", what, time.Since(begin).Round(time.Second), err)
-		}
-		select {
-		case <-s.ctx.Done():
-		case <-time.After(250 * time.Millisecond):
-		}
+	ctx, cancel := context.WithTimeout(s.ctx, waitTimeout)
+	defer cancel()
+	var last error
+	err := wait.Poll(ctx, 250*time.Millisecond, func(context.Context) (bool, error) {
+		last = fn()
+		return last == nil, nil
+	})
+	switch {
+	case err == nil:
+		return time.Since(begin)
+	case suite.ctx.Err() != nil:
+		s.t.Fatalf("%s: interrupted: the control plane was torn down (last: %v)", what, last)
+	default:
+		s.t.Fatalf("%s: gave up after %s: %v", what, time.Since(begin).Round(time.Second), last)
 	}
+	return 0
 }
 
 // example reads an app team's object from examples/composition and moves it

@@ -28,6 +28,7 @@ import (
 	xpextv1alpha1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1alpha1"
 	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
 
+	"github.com/widgetco/crossplane-widget/test/lib/wait"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
 
@@ -119,21 +120,17 @@ func writeFiles(t *testing.T, root string, files map[string]string) {
 }
 
 // eventually polls fn until it returns nil, failing the test with fn's last
-// error after timeout.
+// error after waitTimeout.
 func eventually(ctx context.Context, t *testing.T, what string, fn func(ctx context.Context) error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, waitTimeout)
 	defer cancel()
 	var last error
-	for {
-		if last = fn(ctx); last == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: gave up after %s: %v", what, waitTimeout, last)
-		case <-time.After(500 * time.Millisecond):
-		}
+	if err := wait.Poll(ctx, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
+		last = fn(ctx)
+		return last == nil, nil
+	}); err != nil {
+		t.Fatalf("%s: gave up after %s: %v", what, waitTimeout, last)
 	}
 }
 

@@ -3,7 +3,6 @@ package server_test
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/widgetco/crossplane-widget/test/lib/proc"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
@@ -23,22 +23,20 @@ func buildServer(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("builds and runs the widget-api binary")
 	}
-	bin := filepath.Join(t.TempDir(), "widget-api")
-	cmd := exec.Command("go", "build", "-o", bin, "../cmd/widget-api")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("cannot build widget-api: %v\n%s", err, out)
+	bin, err := proc.Build(t.Context(), "github.com/widgetco/crossplane-widget/widgetapi/cmd/widget-api")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
 
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := proc.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return a
 }
 
 // runServer starts the binary and waits until it serves.

@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -32,12 +33,14 @@ type build struct {
 // github.com/widgetco/crossplane-widget/provider) once per process, with
 // the module's go.mod, and returns the binary's path. Concurrent and later
 // calls for the same package wait for and share that build. Binaries live
-// in a temporary directory that Clean removes.
+// in a temporary directory of this process that Clean removes (or the
+// next process to build, once this one has ended).
 func Build(ctx context.Context, pkg string) (string, error) {
 	mu.Lock()
 	if dir == "" {
-		d, err := os.MkdirTemp("", "widget-bins-")
-		if err != nil {
+		pruneDead()
+		d := filepath.Join(os.TempDir(), prefix+strconv.Itoa(os.Getpid()))
+		if err := os.MkdirAll(d, 0o750); err != nil {
 			mu.Unlock()
 			return "", fmt.Errorf("cannot make a directory for binaries: %w", err)
 		}
@@ -60,6 +63,24 @@ func Build(ctx context.Context, pkg string) (string, error) {
 		b.bin = bin
 	})
 	return b.bin, b.err
+}
+
+// prefix names the per-process directories of binaries: prefix + PID.
+const prefix = "widget-bins-"
+
+// pruneDead removes the binaries of test processes that have ended without
+// calling Clean, so that they do not pile up in the temporary directory.
+func pruneDead() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*"))
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(d), prefix))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); os.IsNotExist(err) {
+			_ = os.RemoveAll(d)
+		}
+	}
 }
 
 // Clean removes every binary Build made. Later calls to Build build again.
