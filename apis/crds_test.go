@@ -12,6 +12,8 @@ import (
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
 // These tests read the CRDs that `go generate ./...` writes and check the
@@ -628,5 +630,43 @@ func TestCRDDefaultsAndRequired(t *testing.T) {
 				t.Errorf("%s\nrequired at %v: -want, +got:\n%s", tc.reason, tc.path, diff)
 			}
 		})
+	}
+}
+
+// TestCRDsFollowWidgetAPIRules ties the CRDs' markers, which cannot name Go
+// constants, to the Widget API's rules (widgetapi/rules.go): a change to the
+// rules must be a change to the markers too.
+func TestCRDsFollowWidgetAPIRules(t *testing.T) {
+	var sizes []string
+	for _, s := range widgetapi.Sizes {
+		sizes = append(sizes, `"`+s+`"`)
+	}
+	for _, file := range []string{"widget.m.widgetco.io_widgets.yaml", "widget.widgetco.io_widgets.yaml"} {
+		crd := loadCRD(t, file)
+		fp := func(f string) constraints { return constraintsOf(schemaAt(t, crd, "spec", "forProvider", f)) }
+		got := map[string]any{
+			"size.enum":             fp("size").Enum,
+			"region.pattern":        fp("region").Pattern,
+			"region.maxLength":      ptr.Deref(fp("region").MaxLength, -1),
+			"labels.maxProperties":  ptr.Deref(fp("labels").MaxProperties, -1),
+			"description.maxLength": ptr.Deref(fp("description").MaxLength, -1),
+		}
+		want := map[string]any{
+			"size.enum":        sizes,
+			"region.pattern":   widgetapi.RegionPattern,
+			"region.maxLength": int64(widgetapi.MaxRegionLength),
+			// One label is the provider's ownership marker.
+			"labels.maxProperties":  int64(widgetapi.MaxLabels - 1),
+			"description.maxLength": int64(widgetapi.MaxDescriptionLength),
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: -Widget API rules, +CRD:\n%s", file, diff)
+		}
+	}
+	for _, file := range []string{"widget.m.widgetco.io_widgetkeys.yaml", "widget.widgetco.io_widgetkeys.yaml"} {
+		c := constraintsOf(schemaAt(t, loadCRD(t, file), "spec", "forProvider", "widgetName"))
+		if c.Pattern != widgetapi.NamePattern || ptr.Deref(c.MaxLength, -1) != int64(widgetapi.MaxNameLength) {
+			t.Errorf("%s: widgetName is %q (at most %d), want the Widget API's name rule %q (at most %d)", file, c.Pattern, ptr.Deref(c.MaxLength, -1), widgetapi.NamePattern, widgetapi.MaxNameLength)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -18,29 +17,23 @@ import (
 
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 	"github.com/widgetco/crossplane-widget/function/input/v1beta1"
+	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
-// Limits of the Widget API and the provider's CRDs. Every value the function
-// composes is checked against them, or built to fit them, so that Crossplane
-// never applies a managed resource the API server or the Widget API rejects.
+// Limits of the Widget API (widgetapi's rules) and the provider's CRDs.
+// Every value the function composes is checked against them, or built to
+// fit them, so that Crossplane never applies a managed resource the API
+// server or the Widget API rejects.
 const (
-	// maxLabels is what a Widget's spec may hold: the Widget API allows 32
-	// and the provider adds its ownership marker.
-	maxLabels = 31
+	// maxLabels is what a Widget's spec may hold: the Widget API's limit,
+	// less the provider's ownership marker.
+	maxLabels = widgetapi.MaxLabels - 1
 	// maxLabelValueLength is in bytes: the CRD counts characters, the
 	// Widget API bytes.
-	maxLabelValueLength = 63
+	maxLabelValueLength = widgetapi.MaxLabelValueLength
 	// maxDescription is in characters, as the CRDs' maxLength and the
 	// Widget API count.
-	maxDescription  = 256
-	maxRegionLength = 32
-)
-
-var (
-	// labelKey is the Widget API's (and the Widget CRD's) label key syntax.
-	labelKey = regexp.MustCompile(`^[a-z0-9]([a-z0-9._/-]{0,61}[a-z0-9])?$`)
-	// region is the Widget API's region syntax, such as us-east-1.
-	region = regexp.MustCompile(`^[a-z]+(-[a-z]+)*-[0-9]+$`)
+	maxDescription = widgetapi.MaxDescriptionLength
 )
 
 // validateInput returns every invalid field of the function's input. The
@@ -176,12 +169,12 @@ func validateRegion(r string, p *field.Path) field.ErrorList {
 // isRegion reports whether r is a region of the Widget API, such as
 // us-east-1.
 func isRegion(r string) bool {
-	return len(r) <= maxRegionLength && region.MatchString(r)
+	return widgetapi.ValidRegion(r)
 }
 
 func validateLabelKey(k string, p *field.Path) field.ErrorList {
 	switch {
-	case !labelKey.MatchString(k):
+	case !widgetapi.ValidLabelKey(k):
 		return field.ErrorList{field.Invalid(p, shown(k), "must be 1 to 63 lowercase letters, digits, '.', '_', '-' or '/', starting and ending with a letter or digit")}
 	case strings.HasPrefix(k, commonv1alpha1.OwnershipLabelPrefix):
 		return field.ErrorList{field.Invalid(p, k, "the prefix "+commonv1alpha1.OwnershipLabelPrefix+" is reserved for the provider; use another prefix")}

@@ -160,14 +160,14 @@ func FuzzCreateWidget(f *testing.F) {
 			}
 			return
 		}
-		if !nameRE.MatchString(req.Name) || len(req.Name) > maxNameLength {
+		if !widgetapi.ValidName(req.Name) {
 			t.Fatalf("accepted invalid name %q", req.Name)
 		}
-		if len(req.Labels) > maxLabels {
+		if len(req.Labels) > widgetapi.MaxLabels {
 			t.Fatalf("accepted %d labels", len(req.Labels))
 		}
 		for k, v := range req.Labels {
-			if !labelKeyRE.MatchString(k) || len(v) > maxLabelValueLength {
+			if !widgetapi.ValidLabelKey(k) || len(v) > widgetapi.MaxLabelValueLength {
 				t.Fatalf("accepted label %q=%q", k, v)
 			}
 		}

@@ -83,8 +83,8 @@ func (q *query) labelSelector() map[string]string {
 		q.errs.add("labelSelector", err.Error())
 		return nil
 	}
-	if n := len(sel); n > maxLabels || n != countPairs(v) {
-		q.errs.add("labelSelector", fmt.Sprintf("must be at most %d key=value pairs with distinct keys", maxLabels))
+	if n := len(sel); n > widgetapi.MaxLabels || n != countPairs(v) {
+		q.errs.add("labelSelector", fmt.Sprintf("must be at most %d key=value pairs with distinct keys", widgetapi.MaxLabels))
 		return nil
 	}
 	var errs fieldErrors
@@ -107,7 +107,7 @@ func countPairs(s string) int {
 }
 
 // maxPageToken bounds a pageToken: the base64 of a widget name.
-const maxPageToken = 2 * maxNameLength
+const maxPageToken = 2 * widgetapi.MaxNameLength
 
 // pageToken returns the widget name a pageToken this server issued encodes;
 // absent or empty, the first page.
@@ -117,7 +117,7 @@ func (q *query) pageToken() string {
 		return ""
 	}
 	b, err := base64.RawURLEncoding.DecodeString(v)
-	if len(v) > maxPageToken || err != nil || len(b) > maxNameLength || !nameRE.Match(b) {
+	if len(v) > maxPageToken || err != nil || !widgetapi.ValidName(string(b)) {
 		q.errs.add("pageToken", "is not a token this server returned; start again without it")
 		return ""
 	}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -11,23 +10,9 @@ import (
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
-// Limits of the contract (openapi.yaml states the same).
-const (
-	maxNameLength        = 63
-	maxRegionLength      = 32
-	maxLabels            = 32
-	maxLabelKeyLength    = 63
-	maxLabelValueLength  = 63
-	maxDescriptionLength = 256
-	maxBodyBytes         = 64 << 10
-)
-
-var (
-	nameRE     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-	regionRE   = regexp.MustCompile(`^[a-z]+(-[a-z]+)*-[0-9]+$`)
-	labelKeyRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9._/-]{0,61}[a-z0-9])?$`)
-	sizes      = []string{widgetapi.SizeSmall, widgetapi.SizeMedium, widgetapi.SizeLarge}
-)
+// maxBodyBytes is the largest request body (openapi.yaml states the same).
+// The rules for the fields are widgetapi's (rules.go).
+const maxBodyBytes = 64 << 10
 
 // fieldErrors accumulates validation problems.
 type fieldErrors []widgetapi.FieldError
@@ -40,13 +25,13 @@ func validName(field, v string, errs *fieldErrors) {
 	switch {
 	case v == "":
 		errs.add(field, "is required")
-	case len(v) > maxNameLength || !nameRE.MatchString(v):
+	case !widgetapi.ValidName(v):
 		errs.add(field, "must be a DNS-1123 label: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit")
 	}
 }
 
 func validSize(v string, errs *fieldErrors) {
-	if v != "" && !slices.Contains(sizes, v) {
+	if v != "" && !widgetapi.ValidSize(v) {
 		errs.add("size", "must be one of small, medium, large")
 	}
 }
@@ -54,7 +39,7 @@ func validSize(v string, errs *fieldErrors) {
 func (s *Server) validRegion(v string, errs *fieldErrors) {
 	switch {
 	case v == "":
-	case len(v) > maxRegionLength || !regionRE.MatchString(v):
+	case !widgetapi.ValidRegion(v):
 		errs.add("region", "must look like us-east-1: lowercase words and a number separated by '-', at most 32 characters")
 	case len(s.opts.Regions) > 0 && !slices.Contains(s.opts.Regions, v):
 		errs.add("region", "must be one of "+strings.Join(s.opts.Regions, ", "))
@@ -62,8 +47,8 @@ func (s *Server) validRegion(v string, errs *fieldErrors) {
 }
 
 func validLabels(labels map[string]string, errs *fieldErrors) {
-	if len(labels) > maxLabels {
-		errs.add("labels", fmt.Sprintf("must have at most %d entries", maxLabels))
+	if len(labels) > widgetapi.MaxLabels {
+		errs.add("labels", fmt.Sprintf("must have at most %d entries", widgetapi.MaxLabels))
 	}
 	keys := make([]string, 0, len(labels))
 	for k := range labels {
@@ -71,18 +56,18 @@ func validLabels(labels map[string]string, errs *fieldErrors) {
 	}
 	slices.Sort(keys) // deterministic error order
 	for _, k := range keys {
-		if len(k) > maxLabelKeyLength || !labelKeyRE.MatchString(k) {
+		if !widgetapi.ValidLabelKey(k) {
 			errs.add("labels["+k+"]", "key must be at most 63 lowercase letters, digits, '.', '_', '/' and '-', starting and ending with a letter or digit")
 		}
-		if v := labels[k]; len(v) > maxLabelValueLength || !printable(v) {
+		if v := labels[k]; len(v) > widgetapi.MaxLabelValueLength || !printable(v) {
 			errs.add("labels["+k+"]", "value must be at most 63 printable characters")
 		}
 	}
 }
 
 func validDescription(v string, errs *fieldErrors) {
-	if utf8.RuneCountInString(v) > maxDescriptionLength || !utf8.ValidString(v) || !printableOrSpace(v) {
-		errs.add("description", fmt.Sprintf("must be at most %d printable characters", maxDescriptionLength))
+	if utf8.RuneCountInString(v) > widgetapi.MaxDescriptionLength || !utf8.ValidString(v) || !printableOrSpace(v) {
+		errs.add("description", fmt.Sprintf("must be at most %d printable characters", widgetapi.MaxDescriptionLength))
 	}
 }
 

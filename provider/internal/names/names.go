@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"regexp"
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
 // OwnerLabel marks the managed resource that manages a widget. Its prefix is
@@ -36,13 +36,13 @@ const OwnerNamespaceLabel = commonv1alpha1.OwnershipLabelPrefix + "owner-namespa
 // crossplane.io/external-name.
 const AnnotationDefaultExternalName = commonv1alpha1.OwnershipLabelPrefix + "default-external-name"
 
-const maxLabel = 63
-
-var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+// maxLabel is the longest name or marker the provider makes: a widget or key
+// name, or a label value.
+const maxLabel = min(widgetapi.MaxNameLength, widgetapi.MaxLabelValueLength)
 
 // ValidWidgetName reports whether s can name a widget or key: a DNS-1123
 // label.
-func ValidWidgetName(s string) bool { return len(s) <= maxLabel && dnsLabel.MatchString(s) }
+func ValidWidgetName(s string) bool { return widgetapi.ValidName(s) }
 
 // Default returns the external name a managed resource gets when it names
 // none. Different resources never get the same default:
