@@ -637,7 +637,7 @@ func TestCRDDefaultsAndRequired(t *testing.T) {
 // constants, to the Widget API's rules (widgetapi/rules.go): a change to the
 // rules must be a change to the markers too.
 func TestCRDsFollowWidgetAPIRules(t *testing.T) {
-	var sizes []string
+	sizes := make([]string, 0, len(widgetapi.Sizes))
 	for _, s := range widgetapi.Sizes {
 		sizes = append(sizes, `"`+s+`"`)
 	}
