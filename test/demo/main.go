@@ -57,7 +57,7 @@ func main() {
 	}
 }
 
-func run(c *cli) error { //nolint:gocyclo // A linear sequence of steps.
+func run(c *cli) error { // A linear sequence of steps.
 	root, err := platform.FindRoot()
 	if err != nil {
 		return err

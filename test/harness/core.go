@@ -180,7 +180,7 @@ func (h *Harness) waitCoreReady(ctx context.Context) error {
 	err := wait.Poll(wctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
 		p := &xpextv1alpha1.ManagedResourceActivationPolicy{}
 		if err := h.kube.Get(ctx, types.NamespacedName{Name: "default"}, p); err != nil {
-			return false, nil //nolint:nilerr // Keep waiting.
+			return false, nil // Keep waiting.
 		}
 		return len(p.Status.Conditions) > 0, nil
 	})

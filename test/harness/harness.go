@@ -147,7 +147,7 @@ type Harness struct {
 // start-up: cancelling it tears everything down (as Stop does). On error
 // everything started so far is stopped; the error names the diagnostics
 // directory when there is one.
-func Start(ctx context.Context, o Options) (*Harness, error) { //nolint:gocyclo // A linear sequence of start-up steps.
+func Start(ctx context.Context, o Options) (*Harness, error) { // A linear sequence of start-up steps.
 	begin := time.Now()
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -472,7 +472,7 @@ func waitHTTP(ctx context.Context, url string) error {
 		}
 		rsp, err := c.Do(req)
 		if err != nil {
-			return false, nil //nolint:nilerr // Not up yet.
+			return false, nil // Not up yet.
 		}
 		_ = rsp.Body.Close()
 		return rsp.StatusCode == http.StatusOK, nil

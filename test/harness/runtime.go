@@ -339,7 +339,7 @@ func (h *Harness) failed(err error) error {
 	return errors.Wrapf(err, "diagnostics in %s", d)
 }
 
-func (h *Harness) install(ctx context.Context, kind pkgKind, name, ref string, cmd Command) (*Process, error) { //nolint:gocyclo // A linear sequence of steps.
+func (h *Harness) install(ctx context.Context, kind pkgKind, name, ref string, cmd Command) (*Process, error) { // A linear sequence of steps.
 	begin := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, h.opts.StartTimeout)
 	defer cancel()
@@ -462,7 +462,7 @@ func (h *Harness) waitActiveRevision(ctx context.Context, kind pkgKind, name str
 	err := wait.Poll(ctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
 		revs, err := h.revisions(ctx, kind, name)
 		if err != nil {
-			return false, nil //nolint:nilerr // Keep waiting.
+			return false, nil // Keep waiting.
 		}
 		for _, rev := range revs {
 			if rev.GetDesiredState() == pkgv1.PackageRevisionActive {
@@ -483,7 +483,7 @@ func (h *Harness) waitRevisionHealthy(ctx context.Context, kind pkgKind, name st
 	err := wait.Poll(ctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
 		revs, err := h.revisions(ctx, kind, name)
 		if err != nil {
-			return false, nil //nolint:nilerr // Keep waiting.
+			return false, nil // Keep waiting.
 		}
 		for _, rev := range revs {
 			if rev.GetDesiredState() != pkgv1.PackageRevisionActive {

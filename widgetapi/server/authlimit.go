@@ -65,7 +65,7 @@ func (a *authThrottle) wait(addr netip.Prefix, now time.Time) time.Duration {
 	if !ok {
 		return 0
 	}
-	tokens := a.tokensAt(e.Value.(*authBucket), now) //nolint:forcetypeassert // list of *authBucket
+	tokens := a.tokensAt(e.Value.(*authBucket), now) // list of *authBucket
 	if tokens >= 1 {
 		return 0
 	}
@@ -85,13 +85,13 @@ func (a *authThrottle) failed(addr netip.Prefix, now time.Time) {
 	if !ok {
 		if a.lru.Len() >= a.max {
 			oldest := a.lru.Back()
-			delete(a.byAddr, oldest.Value.(*authBucket).addr) //nolint:forcetypeassert // list of *authBucket
+			delete(a.byAddr, oldest.Value.(*authBucket).addr) // list of *authBucket
 			a.lru.Remove(oldest)
 		}
 		e = a.lru.PushFront(&authBucket{addr: addr, tokens: a.burst, at: now})
 		a.byAddr[addr] = e
 	}
-	b := e.Value.(*authBucket) //nolint:forcetypeassert // list of *authBucket
+	b := e.Value.(*authBucket) // list of *authBucket
 	b.tokens = a.tokensAt(b, now) - 1
 	b.at = now
 	a.lru.MoveToFront(e)

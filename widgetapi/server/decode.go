@@ -74,7 +74,7 @@ var bodySchemas sync.Map // reflect.Type -> bodySchema
 func schemaFor[T any]() bodySchema {
 	t := reflect.TypeFor[T]()
 	if s, ok := bodySchemas.Load(t); ok {
-		return s.(bodySchema) //nolint:forcetypeassert // only bodySchemas are stored
+		return s.(bodySchema) // only bodySchemas are stored
 	}
 	s := bodySchema{}
 	for i := range t.NumField() {

@@ -43,7 +43,7 @@ type transitions []transition
 func (t transitions) Len() int           { return len(t) }
 func (t transitions) Less(i, j int) bool { return t[i].due.Before(t[j].due) }
 func (t transitions) Swap(i, j int)      { t[i], t[j] = t[j], t[i] }
-func (t *transitions) Push(x any)        { *t = append(*t, x.(transition)) } //nolint:forcetypeassert // heap.Interface
+func (t *transitions) Push(x any)        { *t = append(*t, x.(transition)) } // heap.Interface
 func (t *transitions) Pop() any {
 	old := *t
 	x := old[len(old)-1]
@@ -86,7 +86,7 @@ func (s *scheduler) run(stop <-chan struct{}) {
 		var due []transition
 		now := s.now()
 		for s.queue.Len() > 0 && !s.queue[0].due.After(now) {
-			due = append(due, heap.Pop(&s.queue).(transition)) //nolint:forcetypeassert // heap of transitions
+			due = append(due, heap.Pop(&s.queue).(transition)) // heap of transitions
 		}
 		if s.queue.Len() > 0 {
 			next = s.queue[0].due.Sub(now)
