@@ -17,15 +17,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	"github.com/widgetco/crossplane-widget/provider/internal/fakes"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 )
@@ -39,44 +38,6 @@ const (
 	testSecret    = "widget-token"
 	testKey       = "token"
 )
-
-// fakeKube is a crossplane-runtime MockClient that serves objs by Go type and
-// key, fails Gets of the types in getErr, and records the objects created or
-// updated (the ProviderConfigUsages the trackers apply).
-type fakeKube struct {
-	*test.MockClient
-
-	objs    []client.Object
-	getErr  map[reflect.Type]error
-	applied []client.Object
-}
-
-func newFakeKube(objs ...client.Object) *fakeKube {
-	k := &fakeKube{objs: objs, getErr: map[reflect.Type]error{}}
-	k.MockClient = &test.MockClient{
-		MockGet: func(_ context.Context, key client.ObjectKey, obj client.Object) error {
-			if err := k.getErr[reflect.TypeOf(obj)]; err != nil {
-				return err
-			}
-			for _, o := range k.objs {
-				if reflect.TypeOf(o) == reflect.TypeOf(obj) && o.GetName() == key.Name && o.GetNamespace() == key.Namespace {
-					reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(o.DeepCopyObject()).Elem())
-					return nil
-				}
-			}
-			return kerrors.NewNotFound(schema.GroupResource{Resource: reflect.TypeOf(obj).Elem().Name()}, key.Name)
-		},
-		MockCreate: func(_ context.Context, obj client.Object, _ ...client.CreateOption) error {
-			k.applied = append(k.applied, obj.DeepCopyObject().(client.Object))
-			return nil
-		},
-		MockUpdate: func(_ context.Context, obj client.Object, _ ...client.UpdateOption) error {
-			k.applied = append(k.applied, obj.DeepCopyObject().(client.Object))
-			return nil
-		},
-	}
-	return k
-}
 
 func tokenSecret(ns, value string) *corev1.Secret {
 	return &corev1.Secret{
@@ -357,9 +318,9 @@ func TestResolve(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			kube := newFakeKube(tc.objs...)
+			kube := fakes.NewKube(tc.objs...)
 			for typ, err := range tc.getErr {
-				kube.getErr[typ] = err
+				kube.GetErr[typ] = err
 			}
 			if tc.create != nil {
 				kube.MockCreate = test.NewMockCreateFn(tc.create)
@@ -368,8 +329,9 @@ func TestResolve(t *testing.T) {
 			if diff := cmp.Diff(tc.want.err, err, cmpopts.EquateErrors()); diff != "" {
 				t.Fatalf("%s\nResolve(...): -want error, +got error:\n%s", tc.reason, diff)
 			}
-			got := make([]usage, 0, len(kube.applied))
-			for _, o := range kube.applied {
+			applied := kube.Applied()
+			got := make([]usage, 0, len(applied))
+			for _, o := range applied {
 				got = append(got, usageOf(o))
 			}
 			if diff := cmp.Diff(tc.want.usages, got, cmpopts.EquateEmpty()); diff != "" {
@@ -408,7 +370,7 @@ func TestResolveKey(t *testing.T) {
 	ca := pemCert(t, httptest.NewUnstartedServer(nil))
 	resolve := func(t *testing.T, token, caBundle string) string {
 		t.Helper()
-		kube := newFakeKube(
+		kube := fakes.NewKube(
 			legacyPC(ep, func(s *commonv1alpha1.ProviderConfigSpec) { s.CABundle = caBundle }),
 			tokenSecret(testSystemNS, token))
 		c, err := NewResolver(kube).Resolve(t.Context(), clMR(&xpv2.Reference{Name: testPC}))
@@ -468,7 +430,7 @@ func TestResolveCABundle(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			kube := newFakeKube(
+			kube := fakes.NewKube(
 				clusterPC(tls.URL, func(s *commonv1alpha1.ProviderConfigSpec) { s.CABundle = tc.caBundle }),
 				tokenSecret(testSystemNS, apitest.TokenA))
 			r := NewResolver(kube, WithRetryPolicy(widgetapi.RetryPolicy{Attempts: 1}))
@@ -504,7 +466,7 @@ func TestResolveOptions(t *testing.T) {
 	}
 	var calls []call
 	throttle := NewThrottle()
-	kube := newFakeKube(nsPC(env.URL), tokenSecret(testNamespace, apitest.TokenA))
+	kube := fakes.NewKube(nsPC(env.URL), tokenSecret(testNamespace, apitest.TokenA))
 	r := NewResolver(kube,
 		WithUserAgent("provider-widget/test"),
 		WithThrottle(throttle),
@@ -554,7 +516,7 @@ func TestProviderConfigKey(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			kube := newFakeKube(nsPC("https://w.example.com"), clusterPC("https://w.example.com"),
+			kube := fakes.NewKube(nsPC("https://w.example.com"), clusterPC("https://w.example.com"),
 				tokenSecret(testNamespace, "a"), tokenSecret(testSystemNS, "b"))
 			var got []types.NamespacedName
 			get := kube.MockGet

@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,60 +17,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	"github.com/widgetco/crossplane-widget/provider/internal/fakes"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
 
-// fakeDelayer records the delays asked for.
-type fakeDelayer struct {
-	mu    sync.Mutex
-	after []delay
-}
-
-type delay struct {
-	Req reconcile.Request
-	D   time.Duration
-}
-
-func (f *fakeDelayer) After(req reconcile.Request, d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.after = append(f.after, delay{Req: req, D: d})
-}
-
-// fakeFollower records the change feed follows asked for.
-type fakeFollower struct {
-	follows []follow
-	seen    []seen
-}
-
-type seen struct {
-	Follow     follow
-	Generation int64
-	State      widgetapi.State
-}
-
-type follow struct {
-	Key    string
-	Kind   string
-	Widget string
-	MR     types.NamespacedName
-}
-
-func (f *fakeFollower) Follow(c *Connection, kind, widget string, key types.NamespacedName) {
-	f.follows = append(f.follows, follow{Key: c.Key, Kind: kind, Widget: widget, MR: key})
-}
-
-func (f *fakeFollower) Seen(c *Connection, kind, widget string, key types.NamespacedName, generation int64, state widgetapi.State) {
-	f.seen = append(f.seen, seen{Follow: follow{Key: c.Key, Kind: kind, Widget: widget, MR: key}, Generation: generation, State: state})
+// newFollower returns a Follower that records each call's connection key.
+func newFollower() *fakes.Follower[*Connection] {
+	return &fakes.Follower[*Connection]{KeyOf: func(c *Connection) string { return c.Key }}
 }
 
 func TestSessionsOpen(t *testing.T) {
 	env := apitest.Start(t)
 	ref := &xpv2.ProviderConfigReference{Kind: nsv1alpha1.ProviderConfigKind, Name: testPC}
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: testNamespace, Name: "web"}}
-	resolver := NewResolver(newFakeKube(nsPC(env.URL), tokenSecret(testNamespace, apitest.TokenA)))
+	resolver := NewResolver(fakes.NewKube(nsPC(env.URL), tokenSecret(testNamespace, apitest.TokenA)))
 	conn, err := resolver.Resolve(t.Context(), nsMR(ref))
 	if err != nil {
 		t.Fatalf("Resolve(...): %v", err)
@@ -79,7 +40,7 @@ func TestSessionsOpen(t *testing.T) {
 
 	type want struct {
 		err     error
-		follows []follow
+		follows []fakes.Follow
 		// delay is the smallest delay asked for, if any; the largest is
 		// 1.5 times that (jitter).
 		delay time.Duration
@@ -95,7 +56,7 @@ func TestSessionsOpen(t *testing.T) {
 		"Connected": {
 			reason:   "An unthrottled connection is returned at once, and the resource follows its widget's changes.",
 			resolver: resolver,
-			want:     want{follows: []follow{{Key: conn.Key, Kind: "Widget.kind", Widget: "web-widget", MR: req.NamespacedName}}},
+			want:     want{follows: []fakes.Follow{{Key: conn.Key, Kind: "Widget.kind", Widget: "web-widget", MR: req.NamespacedName}}},
 		},
 		"NoFeeds": {
 			reason:   "Without a change feed a session still opens.",
@@ -104,14 +65,14 @@ func TestSessionsOpen(t *testing.T) {
 		},
 		"ResolveFails": {
 			reason:   "A ProviderConfig problem is returned as is, before anything is followed or delayed.",
-			resolver: NewResolver(newFakeKube()),
+			resolver: NewResolver(fakes.NewKube()),
 			want:     want{err: cmpopts.AnyError},
 		},
 		"ShortRetryAfter": {
 			reason:   "A Retry-After shorter than the longest wait is waited out in Open, without a requeue.",
 			resolver: resolver,
 			throttle: func(th *Throttle) { th.Throttled(conn.Key, 100*time.Millisecond) },
-			want:     want{follows: []follow{{Key: conn.Key, Kind: "Widget.kind", Widget: "web-widget", MR: req.NamespacedName}}},
+			want:     want{follows: []fakes.Follow{{Key: conn.Key, Kind: "Widget.kind", Widget: "web-widget", MR: req.NamespacedName}}},
 		},
 		"LongRetryAfter": {
 			reason:   "A long Retry-After requeues the resource after it instead of holding a worker, and calls nothing.",
@@ -133,7 +94,7 @@ func TestSessionsOpen(t *testing.T) {
 			if tc.throttle != nil {
 				tc.throttle(th)
 			}
-			feeds := &fakeFollower{}
+			feeds := newFollower()
 			g := &Sessions{Resolver: tc.resolver, Throttle: th, Feeds: feeds}
 			if tc.noFeeds {
 				g.Feeds = nil
@@ -143,20 +104,21 @@ func TestSessionsOpen(t *testing.T) {
 				cancel()
 			}
 			defer cancel()
-			d := &fakeDelayer{}
+			d := &fakes.Delayer{}
 			s, err := g.Open(ctx, nsMR(ref), d, "Widget.kind", "web-widget")
 			if diff := cmp.Diff(tc.want.err, err, cmpopts.EquateErrors()); diff != "" {
 				t.Fatalf("%s\nOpen(...): -want error, +got error:\n%s", tc.reason, diff)
 			}
-			if diff := cmp.Diff(tc.want.follows, feeds.follows, cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(tc.want.follows, feeds.Follows(), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("%s\nFollow calls: -want, +got:\n%s", tc.reason, diff)
 			}
+			after := d.Delays()
 			switch {
-			case tc.want.delay == 0 && len(d.after) > 0:
-				t.Errorf("%s\nAfter calls: want none, got %v", tc.reason, d.after)
+			case tc.want.delay == 0 && len(after) > 0:
+				t.Errorf("%s\nAfter calls: want none, got %v", tc.reason, after)
 			case tc.want.delay > 0:
-				if len(d.after) != 1 || d.after[0].Req != req || d.after[0].D < tc.want.delay || d.after[0].D > tc.want.delay*3/2+time.Millisecond {
-					t.Errorf("%s\nAfter calls: want one for %v of %s to %s, got %v", tc.reason, req, tc.want.delay, tc.want.delay*3/2, d.after)
+				if len(after) != 1 || after[0].Req != req || after[0].D < tc.want.delay || after[0].D > tc.want.delay*3/2+time.Millisecond {
+					t.Errorf("%s\nAfter calls: want one for %v of %s to %s, got %v", tc.reason, req, tc.want.delay, tc.want.delay*3/2, after)
 				}
 				if !strings.Contains(err.Error(), env.URL) {
 					t.Errorf("%s\nOpen(...): error %q does not name the endpoint", tc.reason, err)
@@ -239,10 +201,10 @@ func TestSessionRateLimit(t *testing.T) {
 				url = apitest.Start(t, apitest.WithOptions(func(o *server.Options) { o.RateLimit = 0.001; o.RateBurst = 1 })).URL
 			}
 			g := &Sessions{
-				Resolver: NewResolver(newFakeKube(nsPC(url), tokenSecret(testNamespace, apitest.TokenA))),
+				Resolver: NewResolver(fakes.NewKube(nsPC(url), tokenSecret(testNamespace, apitest.TokenA))),
 				Throttle: NewThrottle(),
 			}
-			d := &fakeDelayer{}
+			d := &fakes.Delayer{}
 			s, err := g.Open(t.Context(), nsMR(ref), d, "Widget.kind", "web")
 			if err != nil {
 				t.Fatalf("Open(...): %v", err)
@@ -253,11 +215,11 @@ func TestSessionRateLimit(t *testing.T) {
 			if _, limited := widgetapi.IsRateLimited(err); limited != (tc.want.delay > 0) {
 				t.Errorf("%s\nGetWidget(...): want the API's error back, got %v", tc.reason, err)
 			}
-			var want []delay
+			var want []fakes.Delay
 			if tc.want.delay > 0 {
-				want = []delay{{Req: req, D: tc.want.delay}}
+				want = []fakes.Delay{{Req: req, D: tc.want.delay}}
 			}
-			if diff := cmp.Diff(want, d.after, cmpopts.EquateEmpty(), approxDuration); diff != "" {
+			if diff := cmp.Diff(want, d.Delays(), cmpopts.EquateEmpty(), approxDuration); diff != "" {
 				t.Errorf("%s\nAfter calls: -want, +got:\n%s", tc.reason, diff)
 			}
 			if got := g.Throttle.Admit(s.Key()) > 0; got != (tc.want.delay > 0) {
@@ -266,12 +228,12 @@ func TestSessionRateLimit(t *testing.T) {
 			if tc.want.delay < maxWait {
 				return
 			}
-			again := &fakeDelayer{}
+			again := &fakes.Delayer{}
 			if _, err := g.Open(t.Context(), nsMR(ref), again, "Widget.kind", "web"); err == nil {
 				t.Errorf("%s\nOpen(...) after a 429: want an error while throttled, got none", tc.reason)
 			}
-			if len(again.after) != 1 || again.after[0].D < tc.want.delay*9/10 {
-				t.Errorf("%s\nOpen(...) after a 429: want a delay of at least %s, got %v", tc.reason, tc.want.delay, again.after)
+			if after := again.Delays(); len(after) != 1 || after[0].D < tc.want.delay*9/10 {
+				t.Errorf("%s\nOpen(...) after a 429: want a delay of at least %s, got %v", tc.reason, tc.want.delay, after)
 			}
 		})
 	}
@@ -284,7 +246,7 @@ func TestSessionRateLimit(t *testing.T) {
 func TestSessionGuardsEveryCall(t *testing.T) {
 	url := stubAPI(t, http.StatusTooManyRequests, "30")
 	ref := &xpv2.ProviderConfigReference{Kind: nsv1alpha1.ProviderConfigKind, Name: testPC}
-	resolver := NewResolver(newFakeKube(nsPC(url), tokenSecret(testNamespace, apitest.TokenA)))
+	resolver := NewResolver(fakes.NewKube(nsPC(url), tokenSecret(testNamespace, apitest.TokenA)))
 	st := reflect.TypeFor[*Session]()
 	errType := reflect.TypeFor[error]()
 	ctxType := reflect.TypeFor[context.Context]()
@@ -298,7 +260,7 @@ func TestSessionGuardsEveryCall(t *testing.T) {
 		guarded = append(guarded, m.Name)
 		t.Run(m.Name, func(t *testing.T) {
 			g := &Sessions{Resolver: resolver, Throttle: NewThrottle()}
-			d := &fakeDelayer{}
+			d := &fakes.Delayer{}
 			s, err := g.Open(t.Context(), nsMR(ref), d, "Widget.kind", "web")
 			if err != nil {
 				t.Fatalf("Open(...): %v", err)
@@ -318,8 +280,8 @@ func TestSessionGuardsEveryCall(t *testing.T) {
 			if _, ok := widgetapi.IsRateLimited(err); !ok {
 				t.Errorf("%s(...): want the 429 back, got %v", m.Name, err)
 			}
-			if len(d.after) != 1 || d.after[0].D < 29*time.Second {
-				t.Errorf("%s(...): want the resource delayed by the Retry-After (30s), got %v", m.Name, d.after)
+			if after := d.Delays(); len(after) != 1 || after[0].D < 29*time.Second {
+				t.Errorf("%s(...): want the resource delayed by the Retry-After (30s), got %v", m.Name, after)
 			}
 			if g.Throttle.Admit(s.Key()) <= 0 {
 				t.Errorf("%s(...): the connection is not throttled after a 429", m.Name)
@@ -353,19 +315,19 @@ func stubAPI(t *testing.T, status int, retryAfter string) string {
 func TestSessionSeen(t *testing.T) {
 	env := apitest.Start(t)
 	ref := &xpv2.ProviderConfigReference{Kind: nsv1alpha1.ProviderConfigKind, Name: testPC}
-	resolver := NewResolver(newFakeKube(nsPC(env.URL), tokenSecret(testNamespace, apitest.TokenA)))
+	resolver := NewResolver(fakes.NewKube(nsPC(env.URL), tokenSecret(testNamespace, apitest.TokenA)))
 	mr := types.NamespacedName{Namespace: testNamespace, Name: "web"}
 
 	cases := map[string]struct {
 		reason  string
 		noFeeds bool
 		seen    []*widgetapi.Widget
-		want    []seen
+		want    []fakes.Seen
 	}{
 		"OwnWidget": {
 			reason: "What the API returned for the session's widget is recorded.",
 			seen:   []*widgetapi.Widget{{Name: "web-widget", Generation: 3, State: widgetapi.StateReady}},
-			want:   []seen{{Follow: follow{Kind: "Widget.kind", Widget: "web-widget", MR: mr}, Generation: 3, State: widgetapi.StateReady}},
+			want:   []fakes.Seen{{Follow: fakes.Follow{Kind: "Widget.kind", Widget: "web-widget", MR: mr}, Generation: 3, State: widgetapi.StateReady}},
 		},
 		"OtherWidgetOrNothing": {
 			reason: "Another widget's version, or none, is not recorded.",
@@ -379,12 +341,12 @@ func TestSessionSeen(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			feeds := &fakeFollower{}
+			feeds := newFollower()
 			g := &Sessions{Resolver: resolver, Throttle: NewThrottle(), Feeds: feeds}
 			if tc.noFeeds {
 				g.Feeds = nil
 			}
-			s, err := g.Open(t.Context(), nsMR(ref), &fakeDelayer{}, "Widget.kind", "web-widget")
+			s, err := g.Open(t.Context(), nsMR(ref), &fakes.Delayer{}, "Widget.kind", "web-widget")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -396,7 +358,7 @@ func TestSessionSeen(t *testing.T) {
 			for i := range tc.want {
 				tc.want[i].Follow.Key = s.Key()
 			}
-			if diff := cmp.Diff(tc.want, feeds.seen, cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(tc.want, feeds.SeenCalls(), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("%s\nseen: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
@@ -408,9 +370,9 @@ func TestSessionSeen(t *testing.T) {
 func TestSessionCallsReportSeen(t *testing.T) {
 	env := apitest.Start(t, apitest.WithOptions(func(o *server.Options) { o.ProvisionDelay = time.Hour }))
 	ref := &xpv2.ProviderConfigReference{Kind: nsv1alpha1.ProviderConfigKind, Name: testPC}
-	feeds := &fakeFollower{}
-	g := &Sessions{Resolver: NewResolver(newFakeKube(nsPC(env.URL), tokenSecret(testNamespace, apitest.TokenA))), Throttle: NewThrottle(), Feeds: feeds}
-	s, err := g.Open(t.Context(), nsMR(ref), &fakeDelayer{}, "Widget.kind", "web-widget")
+	feeds := newFollower()
+	g := &Sessions{Resolver: NewResolver(fakes.NewKube(nsPC(env.URL), tokenSecret(testNamespace, apitest.TokenA))), Throttle: NewThrottle(), Feeds: feeds}
+	s, err := g.Open(t.Context(), nsMR(ref), &fakes.Delayer{}, "Widget.kind", "web-widget")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,13 +389,13 @@ func TestSessionCallsReportSeen(t *testing.T) {
 	if _, err := s.CreateWidget(ctx, widgetapi.CreateWidgetRequest{Name: "other", Size: widgetapi.SizeSmall}); err != nil {
 		t.Fatal(err)
 	}
-	f := follow{Key: s.Key(), Kind: "Widget.kind", Widget: "web-widget", MR: types.NamespacedName{Namespace: testNamespace, Name: "web"}}
-	want := []seen{
+	f := fakes.Follow{Key: s.Key(), Kind: "Widget.kind", Widget: "web-widget", MR: types.NamespacedName{Namespace: testNamespace, Name: "web"}}
+	want := []fakes.Seen{
 		{Follow: f, Generation: 1, State: widgetapi.StateProvisioning},
 		{Follow: f, Generation: 2, State: widgetapi.StateProvisioning},
 		{Follow: f, Generation: 2, State: widgetapi.StateProvisioning},
 	}
-	if diff := cmp.Diff(want, feeds.seen); diff != "" {
+	if diff := cmp.Diff(want, feeds.SeenCalls()); diff != "" {
 		t.Errorf("seen: -want, +got:\n%s", diff)
 	}
 }

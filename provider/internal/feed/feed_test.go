@@ -384,15 +384,21 @@ func TestReap(t *testing.T) {
 		reason     string
 		lastUsed   time.Duration
 		wantReaped bool
+		// wantWidgets is how many widgets the follower watches after the
+		// test follows a second one.
+		wantWidgets int
 	}{
 		"Idle": {
 			reason:     "A follower unused for longer than the idle timeout is stopped; following again starts a new one.",
 			lastUsed:   2 * time.Hour,
 			wantReaped: true,
+			// A new follower learns watchers afresh: only the second.
+			wantWidgets: 1,
 		},
 		"Recent": {
-			reason:   "A follower used within the idle timeout keeps running.",
-			lastUsed: time.Minute,
+			reason:      "A follower used within the idle timeout keeps running.",
+			lastUsed:    time.Minute,
+			wantWidgets: 2,
 		},
 	}
 	for name, tc := range cases {
@@ -423,12 +429,8 @@ func TestReap(t *testing.T) {
 			if (after != before) != tc.wantReaped {
 				t.Errorf("%s\nFollow after reaping: new follower %t, want %t", tc.reason, after != before, tc.wantReaped)
 			}
-			wantWidgets := 2
-			if tc.wantReaped {
-				wantWidgets = 1 // a new follower learns watchers afresh
-			}
-			if got := len(after.watchers); got != wantWidgets {
-				t.Errorf("%s\nwidgets watched: want %d, got %d", tc.reason, wantWidgets, got)
+			if got := len(after.watchers); got != tc.wantWidgets {
+				t.Errorf("%s\nwidgets watched: want %d, got %d", tc.reason, tc.wantWidgets, got)
 			}
 		})
 	}

@@ -1,19 +1,15 @@
 package widget
 
 import (
-	"context"
-	"reflect"
 	"testing"
 	"time"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -22,52 +18,10 @@ import (
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
 	"github.com/widgetco/crossplane-widget/provider/internal/clients"
+	"github.com/widgetco/crossplane-widget/provider/internal/fakes"
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
-	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 )
-
-// fakeKube serves objs by Go type and key, and accepts the
-// ProviderConfigUsages the Resolver records.
-func fakeKube(objs ...client.Object) *test.MockClient {
-	return &test.MockClient{
-		MockGet: func(_ context.Context, key client.ObjectKey, obj client.Object) error {
-			for _, o := range objs {
-				if reflect.TypeOf(o) == reflect.TypeOf(obj) && o.GetName() == key.Name && o.GetNamespace() == key.Namespace {
-					reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(o.DeepCopyObject()).Elem())
-					return nil
-				}
-			}
-			return kerrors.NewNotFound(schema.GroupResource{}, key.Name)
-		},
-		MockCreate: test.NewMockCreateFn(nil),
-	}
-}
-
-type fakeDelayer struct{ after []delayed }
-
-type delayed struct {
-	Req reconcile.Request
-	D   time.Duration
-}
-
-func (f *fakeDelayer) After(req reconcile.Request, d time.Duration) {
-	f.after = append(f.after, delayed{Req: req, D: d})
-}
-
-type fakeFollower struct{ follows []followed }
-
-type followed struct {
-	Kind, Widget string
-	MR           types.NamespacedName
-}
-
-func (f *fakeFollower) Follow(_ *clients.Connection, kind, widget string, key types.NamespacedName) {
-	f.follows = append(f.follows, followed{Kind: kind, Widget: widget, MR: key})
-}
-
-func (f *fakeFollower) Seen(*clients.Connection, string, string, types.NamespacedName, int64, widgetapi.State) {
-}
 
 func TestConnect(t *testing.T) {
 	t.Run("Namespaced", func(t *testing.T) {
@@ -117,7 +71,7 @@ func testConnect[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T, 
 	const feedKind = "Widget.kind"
 	type want struct {
 		err     error
-		follows []followed
+		follows []fakes.Follow
 		// observeErr is what Observe returns when the test calls it.
 		observeErr func(error) bool
 		// delays are the requeue delays asked for by Observe's 429.
@@ -136,7 +90,7 @@ func testConnect[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T, 
 		"Connected": {
 			reason: "A resource connects through its ProviderConfig and follows its widget's changes.",
 			want: want{
-				follows:    []followed{{Kind: feedKind, Widget: "web"}},
+				follows:    []fakes.Follow{{Kind: feedKind, Widget: "web"}},
 				observeErr: func(err error) bool { return err == nil },
 			},
 		},
@@ -149,7 +103,7 @@ func testConnect[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T, 
 			reason:  "A 429 throttles the connection: the resource is requeued after Retry-After, and so is the next connect.",
 			exhaust: true,
 			want: want{
-				follows:      []followed{{Kind: feedKind, Widget: "web"}},
+				follows:      []fakes.Follow{{Kind: feedKind, Widget: "web"}},
 				observeErr:   isRateLimited,
 				delays:       []time.Duration{1000 * time.Second},
 				reconnectErr: true,
@@ -164,12 +118,12 @@ func testConnect[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T, 
 				objs = config(env.URL)
 			}
 			th := clients.NewThrottle()
-			feeds := &fakeFollower{}
-			delay := &fakeDelayer{}
+			feeds := &fakes.Follower[*clients.Connection]{}
+			delay := &fakes.Delayer{}
 			c := &connector[T]{
-				sessions: &clients.Sessions{Resolver: clients.NewResolver(fakeKube(objs...), clients.WithThrottle(th)), Throttle: th, Feeds: feeds},
+				sessions: &clients.Sessions{Resolver: clients.NewResolver(fakes.NewKube(objs...), clients.WithThrottle(th)), Throttle: th, Feeds: feeds},
 				delay:    delay,
-				record:   &fakeRecorder{},
+				record:   event.NewNopRecorder(),
 				metrics:  metrics.New(),
 				kind:     "Widget",
 				feedKind: feedKind,
@@ -180,12 +134,12 @@ func testConnect[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T, 
 			if diff := cmp.Diff(tc.want.err, err, cmpopts.EquateErrors()); diff != "" {
 				t.Fatalf("%s\nConnect(...): -want error, +got error:\n%s", tc.reason, diff)
 			}
-			wantFollows := make([]followed, 0, len(tc.want.follows))
+			wantFollows := make([]fakes.Follow, 0, len(tc.want.follows))
 			for _, f := range tc.want.follows {
 				f.MR = types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}
 				wantFollows = append(wantFollows, f)
 			}
-			if diff := cmp.Diff(wantFollows, feeds.follows, cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(wantFollows, feeds.Follows(), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("%s\nFollow calls: -want, +got:\n%s", tc.reason, diff)
 			}
 			if err != nil {
@@ -199,26 +153,32 @@ func testConnect[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T, 
 				t.Errorf("%s\nObserve(...): unexpected error %v", tc.reason, err)
 			}
 			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}}
-			want := make([]delayed, 0, len(tc.want.delays))
+			want := make([]fakes.Delay, 0, len(tc.want.delays))
 			for _, d := range tc.want.delays {
-				want = append(want, delayed{Req: req, D: d})
+				want = append(want, fakes.Delay{Req: req, D: d})
 			}
 			// Retry-After counts down while a slow machine runs the test.
 			approx := cmp.Comparer(func(a, b time.Duration) bool { return a-b <= max(a, b)/50 && b-a <= max(a, b)/50 })
-			if diff := cmp.Diff(want, delay.after, cmpopts.EquateEmpty(), approx); diff != "" {
+			if diff := cmp.Diff(want, delay.Delays(), cmpopts.EquateEmpty(), approx); diff != "" {
 				t.Errorf("%s\nrequeue delays: -want, +got:\n%s", tc.reason, diff)
 			}
 			if !tc.want.reconnectErr {
 				return
 			}
-			delay.after = nil
+			delay.Reset()
 			if _, err := c.Connect(t.Context(), mg); err == nil {
 				t.Errorf("%s\nConnect(...) again: want an error while throttled, got none", tc.reason)
 			}
 			// What is left of Retry-After, plus up to half of it as jitter.
-			if len(delay.after) != 1 || delay.after[0].Req != req || delay.after[0].D < 900*time.Second || delay.after[0].D > 1500*time.Second {
-				t.Errorf("%s\nConnect(...) again: want one delay of 900s to 1500s for %v, got %v", tc.reason, req, delay.after)
+			if again := delay.Delays(); len(again) != 1 || again[0].Req != req || again[0].D < 900*time.Second || again[0].D > 1500*time.Second {
+				t.Errorf("%s\nConnect(...) again: want one delay of 900s to 1500s for %v, got %v", tc.reason, req, again)
 			}
 		})
+	}
+}
+
+func TestDisconnect(t *testing.T) {
+	if err := (&external[*nsv1alpha1.Widget]{}).Disconnect(t.Context()); err != nil {
+		t.Errorf("Disconnect(...): want nil, got %v", err)
 	}
 }

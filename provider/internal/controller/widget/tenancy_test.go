@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/google/go-cmp/cmp"
 
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
@@ -98,7 +99,7 @@ func TestTenancy(t *testing.T) {
 			if tc.stale {
 				mg.SetWidgetObservation(observation(seeded))
 			}
-			e := &external[commonv1alpha1.WidgetResource]{api: api, record: &fakeRecorder{}, metrics: metrics.New(), kind: "Widget"}
+			e := &external[commonv1alpha1.WidgetResource]{api: api, record: event.NewNopRecorder(), metrics: metrics.New(), kind: "Widget"}
 
 			o, err := e.Observe(t.Context(), mg)
 			if (err != nil) != tc.want.err {

@@ -1,0 +1,349 @@
+package widget
+
+import (
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
+	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/widgetapi"
+	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
+	"github.com/widgetco/crossplane-widget/widgetapi/server"
+)
+
+func TestObserve(t *testing.T) {
+	t.Run("Namespaced", func(t *testing.T) { testObserve(t, newNamespaced) })
+	t.Run("Cluster", func(t *testing.T) { testObserve(t, newCluster) })
+}
+
+func testObserve[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
+	type want struct {
+		// o is the observation, except its connection details.
+		o managed.ExternalObservation
+		// endpoint says whether the widget's endpoint is published as a
+		// connection detail.
+		endpoint bool
+		err      error
+		mentions []string
+		checked  func(error) bool
+		ready    xpv2.Condition
+		spec     commonv1alpha1.WidgetParameters
+		// status says whether status.atProvider shows the widget.
+		status   bool
+		adopting bool
+	}
+	cases := map[string]struct {
+		reason  string
+		server  func(*server.Options)
+		seed    *seed
+		before  func(t *testing.T, api *widgetapi.Client)
+		mods    []mod
+		knownID bool
+		want    want
+	}{
+		"NoExternalName": {
+			reason: "A resource without an external name has no widget yet.",
+			want:   want{ready: noReady},
+		},
+		"InvalidExternalName": {
+			reason: "An external name the API could never accept is an error saying what a valid name is.",
+			mods:   []mod{explicitName("Not_A_Widget")},
+			want:   want{err: cmpopts.AnyError, mentions: []string{`"Not_A_Widget"`, "lowercase"}, ready: noReady},
+		},
+		"NotFound": {
+			reason: "A widget that does not exist is reported as such, so it is created.",
+			mods:   []mod{defaultName(), withSpec(full)},
+			want:   want{ready: noReady, spec: full},
+		},
+		"UpToDate": {
+			reason: "A widget that matches the spec and carries our marker is up to date, Ready, and publishes its endpoint.",
+			seed:   fullSeed(ownerPlaceholder),
+			mods:   []mod{defaultName(), withSpec(full)},
+			want: want{
+				o:        managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				endpoint: true, ready: xpv2.Available(), spec: full, status: true,
+			},
+		},
+		"SizeDrift": {
+			reason: "A different size is drift, with a readable diff.",
+			seed:   fullSeed(ownerPlaceholder),
+			mods:   []mod{defaultName(), withSpec(with(full, func(p *commonv1alpha1.WidgetParameters) { p.Size = ptr.To("large") }))},
+			want: want{
+				o:        managed.ExternalObservation{ResourceExists: true, Diff: `size: want "large", have "small"`},
+				endpoint: true, ready: xpv2.Available(), status: true,
+				spec: with(full, func(p *commonv1alpha1.WidgetParameters) { p.Size = ptr.To("large") }),
+			},
+		},
+		"LabelsDrift": {
+			reason: "Different user labels are drift; the diff lists both sets without the marker.",
+			seed:   withSeed(fullSeed(ownerPlaceholder), func(s *seed) { s.labels = map[string]string{"team": "b", "env": "prod"} }),
+			mods:   []mod{defaultName(), withSpec(full)},
+			want: want{
+				o:        managed.ExternalObservation{ResourceExists: true, Diff: `labels: want {team=a}, have {env=prod, team=b}`},
+				endpoint: true, ready: xpv2.Available(), spec: full, status: true,
+			},
+		},
+		"DescriptionDrift": {
+			reason: "A different description is drift.",
+			seed:   withSeed(fullSeed(ownerPlaceholder), func(s *seed) { s.description = "changed by hand" }),
+			mods:   []mod{defaultName(), withSpec(full)},
+			want: want{
+				o:        managed.ExternalObservation{ResourceExists: true, Diff: `description: want "web tier", have "changed by hand"`},
+				endpoint: true, ready: xpv2.Available(), spec: full, status: true,
+			},
+		},
+		"RegionDiffers": {
+			reason: "A region that differs from the spec is reported (Update explains that it cannot change).",
+			seed:   fullSeed(ownerPlaceholder),
+			mods:   []mod{defaultName(), withSpec(with(full, func(p *commonv1alpha1.WidgetParameters) { p.Region = ptr.To("eu-west-1") }))},
+			want: want{
+				o:        managed.ExternalObservation{ResourceExists: true, Diff: `region: want "eu-west-1", have "us-east-1"`},
+				endpoint: true, ready: xpv2.Available(), status: true,
+				spec: with(full, func(p *commonv1alpha1.WidgetParameters) { p.Region = ptr.To("eu-west-1") }),
+			},
+		},
+		"OwnerLabelRemoved": {
+			reason:  "A widget we recorded (by ID) whose marker someone removed is ours: drift to repair, not an adoption.",
+			seed:    fullSeed(""),
+			mods:    []mod{defaultName(), withSpec(full)},
+			knownID: true,
+			want: want{
+				o:        managed.ExternalObservation{ResourceExists: true, Diff: `ownership labels: want {markers}, have {}`},
+				endpoint: true, ready: xpv2.Available(), spec: full, status: true,
+			},
+		},
+		"ServerDefaultsAreNotDrift": {
+			reason: "Size and region the user left unset take the server's defaults; they are late-initialized, not drift.",
+			seed:   &seed{owner: ownerPlaceholder, state: widgetapi.StateReady},
+			mods:   []mod{defaultName()},
+			want: want{
+				o:        managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
+				endpoint: true, ready: xpv2.Available(), status: true,
+				spec: commonv1alpha1.WidgetParameters{Size: ptr.To("small"), Region: ptr.To("us-east-1")},
+			},
+		},
+		"LateInitialize": {
+			reason: "Every field the user left unset is filled from the widget, user labels only.",
+			seed:   fullSeed(ownerPlaceholder),
+			mods:   []mod{defaultName(), withSpec(commonv1alpha1.WidgetParameters{Size: ptr.To("small")})},
+			want: want{
+				o:        managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
+				endpoint: true, ready: xpv2.Available(), spec: full, status: true,
+			},
+		},
+		"OwnedByAnother": {
+			reason: "A widget another resource manages is a clear error naming that resource, never a takeover.",
+			seed:   fullSeed("n_team-a.other"),
+			mods:   []mod{explicitName("shared"), withSpec(full)},
+			want: want{
+				err: cmpopts.AnyError, mentions: []string{"shared", "namespaced managed resource team-a/other"},
+				ready: noReady, spec: full,
+			},
+		},
+		"OwnedByAnotherRecordedID": {
+			reason:  "A widget we once recorded that another resource now manages is still not ours.",
+			seed:    fullSeed("n_team-a.other"),
+			mods:    []mod{defaultName(), withSpec(full)},
+			knownID: true,
+			want: want{
+				err: cmpopts.AnyError, mentions: []string{"namespaced managed resource team-a/other"},
+				ready: noReady, spec: full,
+			},
+		},
+		"OwnedByAnotherWhileDeleting": {
+			reason: "Deleting a resource must never delete a widget another resource manages: it reports no widget.",
+			seed:   fullSeed("n_other.web"),
+			mods:   []mod{explicitName("shared"), withSpec(full), deleted()},
+			want:   want{ready: noReady, spec: full},
+		},
+		"UnownedUnderDefaultName": {
+			reason: "An existing unowned widget under a name the provider chose is not adopted silently: an error says how to adopt it.",
+			seed:   fullSeed(""),
+			mods:   []mod{defaultName(), withSpec(full)},
+			want: want{
+				err: cmpopts.AnyError, mentions: []string{"crossplane.io/external-name"},
+				ready: noReady, spec: full,
+			},
+		},
+		"UnownedUnderDefaultNameWhileDeleting": {
+			reason: "Deleting a resource that refused to adopt an unowned widget must not delete that widget: it reports no widget.",
+			seed:   fullSeed(""),
+			mods:   []mod{defaultName(), withSpec(full), deleted()},
+			want:   want{ready: noReady, spec: full},
+		},
+		"UnownedUnderExplicitName": {
+			reason: "An unowned widget named explicitly is adopted: it exists, is late-initialized, and needs our marker.",
+			seed:   fullSeed(""),
+			mods:   []mod{explicitName("imported")},
+			want: want{
+				o: managed.ExternalObservation{ResourceExists: true, ResourceLateInitialized: true,
+					Diff: `ownership labels: want {markers}, have {}`},
+				endpoint: true, ready: xpv2.Available(), spec: full, status: true, adopting: true,
+			},
+		},
+		"ObserveOnlyImport": {
+			reason: "With management policy Observe an unowned widget is observed and late-initialized without error, even under a defaulted name.",
+			seed:   fullSeed(""),
+			mods:   []mod{defaultName(), observeOnlyPolicy()},
+			want: want{
+				o: managed.ExternalObservation{ResourceExists: true, ResourceLateInitialized: true,
+					Diff: `ownership labels: want {markers}, have {}`},
+				endpoint: true, ready: xpv2.Available(), spec: full, status: true, adopting: true,
+			},
+		},
+		"Provisioning": {
+			reason: "A provisioning widget is Creating and has no endpoint yet.",
+			server: func(o *server.Options) { o.ProvisionDelay = time.Hour },
+			seed:   withSeed(fullSeed(ownerPlaceholder), func(s *seed) { s.state = widgetapi.StateProvisioning }),
+			mods:   []mod{defaultName(), withSpec(full)},
+			want: want{
+				o:     managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				ready: xpv2.Creating().WithMessage("The Widget API is provisioning the widget"), spec: full, status: true,
+			},
+		},
+		"Resizing": {
+			reason: "A resizing widget is not ready, with reason Resizing and the target size.",
+			server: func(o *server.Options) { o.ResizeDelay = time.Hour },
+			seed: withSeed(fullSeed(ownerPlaceholder), func(s *seed) {
+				s.act = resize("large")
+				s.state = widgetapi.StateResizing
+			}),
+			mods: []mod{defaultName(), withSpec(with(full, func(p *commonv1alpha1.WidgetParameters) { p.Size = ptr.To("large") }))},
+			want: want{
+				o:        managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				endpoint: true, status: true,
+				ready: xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: ReasonResizing, Message: "The Widget API is resizing the widget to large"},
+				spec:  with(full, func(p *commonv1alpha1.WidgetParameters) { p.Size = ptr.To("large") }),
+			},
+		},
+		"Failed": {
+			reason: "A failed widget is unavailable with the API's message.",
+			server: func(o *server.Options) { o.FailingRegions = []string{"eu-fail-1"} },
+			seed: withSeed(fullSeed(ownerPlaceholder), func(s *seed) {
+				s.region = "eu-fail-1"
+				s.state = widgetapi.StateFailed
+			}),
+			mods: []mod{defaultName(), withSpec(with(full, func(p *commonv1alpha1.WidgetParameters) { p.Region = ptr.To("eu-fail-1") }))},
+			want: want{
+				o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				ready: xpv2.Unavailable().WithMessage("The widget failed: region eu-fail-1 has no capacity for new widgets; " +
+					"delete this widget and create it in another region"),
+				spec:   with(full, func(p *commonv1alpha1.WidgetParameters) { p.Region = ptr.To("eu-fail-1") }),
+				status: true,
+			},
+		},
+		"DeletingInBand": {
+			reason: "A widget being deleted because the resource is deleted is Deleting, and not compared (nothing to update).",
+			server: func(o *server.Options) { o.DeleteDelay = time.Hour },
+			seed: withSeed(fullSeed(ownerPlaceholder), func(s *seed) {
+				s.act = deleteWidget
+				s.state = widgetapi.StateDeleting
+			}),
+			mods: []mod{defaultName(), withSpec(with(full, func(p *commonv1alpha1.WidgetParameters) { p.Size = ptr.To("large") })), deleted()},
+			want: want{
+				o:        managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				endpoint: true, ready: xpv2.Deleting(), status: true,
+				spec: with(full, func(p *commonv1alpha1.WidgetParameters) { p.Size = ptr.To("large") }),
+			},
+		},
+		"DeletingOutOfBand": {
+			reason: "A widget someone else is deleting is unavailable, says it will come back, and is not updated meanwhile.",
+			server: func(o *server.Options) { o.DeleteDelay = time.Hour },
+			seed: withSeed(fullSeed(ownerPlaceholder), func(s *seed) {
+				s.act = deleteWidget
+				s.state = widgetapi.StateDeleting
+			}),
+			mods: []mod{defaultName(), withSpec(with(full, func(p *commonv1alpha1.WidgetParameters) { p.Size = ptr.To("large") }))},
+			want: want{
+				o:        managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				endpoint: true, status: true,
+				ready: xpv2.Unavailable().WithMessage("The widget is being deleted outside Crossplane; it will be created again once it is gone"),
+				spec:  with(full, func(p *commonv1alpha1.WidgetParameters) { p.Size = ptr.To("large") }),
+			},
+		},
+		"RateLimited": {
+			reason: "A 429 goes through the session's Check (which throttles) and is returned.",
+			server: rateLimited,
+			before: exhaust,
+			mods:   []mod{defaultName(), withSpec(full)},
+			want:   want{err: cmpopts.AnyError, checked: isRateLimited, ready: noReady, spec: full},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			env := apitest.Start(t, apitest.WithOptions(func(o *server.Options) {
+				if tc.server != nil {
+					tc.server(o)
+				}
+			}))
+			api := env.Client(t, apitest.TokenA)
+			mg := newMG()
+			for _, m := range tc.mods {
+				m(mg)
+			}
+			owner := names.Owner(mg)
+			var seeded *widgetapi.Widget
+			if tc.seed != nil {
+				seeded = tc.seed.create(t, api, meta.GetExternalName(mg), owner)
+			}
+			if tc.knownID {
+				mg.SetWidgetObservation(commonv1alpha1.WidgetObservation{ID: seeded.ID})
+			}
+			if tc.before != nil {
+				tc.before(t, api)
+			}
+			e := &external[T]{api: env.Client(t, apitest.TokenA), record: event.NewNopRecorder(), metrics: metrics.New(), kind: "Widget"}
+
+			got, err := e.Observe(t.Context(), mg)
+			if diff := cmp.Diff(tc.want.err, err, cmpopts.EquateErrors()); diff != "" {
+				t.Fatalf("%s\nObserve(...): -want error, +got error:\n%s", tc.reason, diff)
+			}
+			mentions(t, tc.reason, err, tc.want.mentions, owner)
+			apiError(t, tc.reason, err, tc.want.checked)
+
+			wantO := tc.want.o
+			wantO.Diff = fill(wantO.Diff, owner)
+			if diff := cmp.Diff(wantO, got, cmpopts.IgnoreFields(managed.ExternalObservation{}, "ConnectionDetails")); diff != "" {
+				t.Errorf("%s\nObserve(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			var wantCD managed.ConnectionDetails
+			if tc.want.endpoint {
+				wantCD = managed.ConnectionDetails{"endpoint": []byte(seeded.Endpoint)}
+			}
+			if diff := cmp.Diff(wantCD, got.ConnectionDetails); diff != "" {
+				t.Errorf("%s\nObserve(...).ConnectionDetails: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.ready, mg.GetCondition(xpv2.TypeReady), ignoreTransitionTime); diff != "" {
+				t.Errorf("%s\nReady condition: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.spec, *mg.GetWidgetParameters(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nspec.forProvider: -want, +got:\n%s", tc.reason, diff)
+			}
+			wantStatus := commonv1alpha1.WidgetObservation{}
+			switch {
+			case tc.want.status:
+				wantStatus = observation(seeded)
+			case tc.knownID:
+				wantStatus = commonv1alpha1.WidgetObservation{ID: seeded.ID}
+			}
+			if diff := cmp.Diff(wantStatus, *mg.GetWidgetObservation()); diff != "" {
+				t.Errorf("%s\nstatus.atProvider: -want, +got:\n%s", tc.reason, diff)
+			}
+			// After an error or a "gone" there is no Update, so adopting
+			// does not matter.
+			if err == nil && tc.want.o.ResourceExists && e.adopting != tc.want.adopting {
+				t.Errorf("%s\nadopting: want %t, got %t", tc.reason, tc.want.adopting, e.adopting)
+			}
+		})
+	}
+}

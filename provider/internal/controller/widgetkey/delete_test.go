@@ -1,0 +1,109 @@
+package widgetkey
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/widgetapi"
+	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
+	"github.com/widgetco/crossplane-widget/widgetapi/server"
+)
+
+func TestDelete(t *testing.T) {
+	t.Run("Namespaced", func(t *testing.T) { testDelete(t, newNamespaced) })
+	t.Run("Cluster", func(t *testing.T) { testDelete(t, newCluster) })
+}
+
+func testDelete[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() T) {
+	type want struct {
+		err     error
+		checked func(error) bool
+		// calls is the number of Widget API calls Delete makes.
+		calls int32
+	}
+	cases := map[string]struct {
+		reason  string
+		server  func(*server.Options)
+		seedKey bool
+		mods    []mod
+		exhaust bool
+		want    want
+	}{
+		"Exists": {
+			reason:  "Deleting a key revokes it.",
+			seedKey: true,
+			mods:    []mod{defaultName(), forWidget(widgetName)},
+			want:    want{calls: 1},
+		},
+		"Missing": {
+			reason: "A key that is already gone is deleted: success.",
+			mods:   []mod{defaultName(), forWidget(widgetName)},
+			want:   want{calls: 1},
+		},
+		"WidgetNameUnresolved": {
+			reason: "A key that never knew its widget has nothing to revoke, and calls nothing.",
+			mods:   []mod{defaultName()},
+		},
+		"RateLimited": {
+			reason:  "A 429 goes through Check and is returned.",
+			server:  rateLimited,
+			seedKey: true,
+			mods:    []mod{defaultName(), forWidget(widgetName)},
+			exhaust: true,
+			want:    want{err: cmpopts.AnyError, checked: isRateLimited, calls: 1},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			env := apitest.Start(t, apitest.WithOptions(func(o *server.Options) {
+				o.Tokens = map[string]string{apitest.TokenA: apitest.ProjectA, "seed-token": apitest.ProjectA}
+				o.ProvisionDelay = time.Hour
+				if tc.server != nil {
+					tc.server(o)
+				}
+			}))
+			seedAPI := env.Client(t, "seed-token")
+			var calls atomic.Int32
+			api := env.Client(t, apitest.TokenA, widgetapi.WithObserver(func(string, int, time.Duration) { calls.Add(1) }))
+			mg := newMG()
+			for _, m := range tc.mods {
+				m(mg)
+			}
+			deleted()(mg)
+			keyName := meta.GetExternalName(mg)
+			seedWidget(t, seedAPI, widgetapi.StateProvisioning, ownedWidget(mg))
+			if tc.seedKey {
+				seedKey(t, seedAPI, keyName, "", names.Markers(mg))
+			}
+			if tc.exhaust {
+				exhaust(t, api)
+				calls.Store(0)
+			}
+			e := &external[T]{api: api, record: event.NewNopRecorder()}
+
+			got, err := e.Delete(t.Context(), mg)
+			if diff := cmp.Diff(tc.want.err, err, cmpopts.EquateErrors()); diff != "" {
+				t.Fatalf("%s\nDelete(...): -want error, +got error:\n%s", tc.reason, diff)
+			}
+			apiError(t, tc.reason, err, tc.want.checked)
+			if diff := cmp.Diff(managed.ExternalDelete{}, got); diff != "" {
+				t.Errorf("%s\nDelete(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			if got := calls.Load(); got != tc.want.calls {
+				t.Errorf("%s\nWidget API calls: want %d, got %d", tc.reason, tc.want.calls, got)
+			}
+			if tc.seedKey && err == nil && keyExists(t, seedAPI, keyName) {
+				t.Errorf("%s\nthe key still exists after Delete", tc.reason)
+			}
+		})
+	}
+}
