@@ -47,13 +47,13 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	xpextv1alpha1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1alpha1"
 	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
 
+	"github.com/widgetco/crossplane-widget/test/lib/kube"
 	"github.com/widgetco/crossplane-widget/test/lib/wait"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
@@ -120,7 +120,7 @@ type Harness struct {
 	log   *slog.Logger
 	dir   string
 
-	env        *envtest.Environment
+	env        *kube.Env
 	cfg        *rest.Config
 	kubeconfig string
 	kube       client.Client
@@ -261,11 +261,6 @@ func (h *Harness) start(ctx context.Context) error {
 // kubeconfig.
 func (h *Harness) startControlPlane(_ context.Context) error {
 	t := time.Now()
-	env := &envtest.Environment{
-		BinaryAssetsDirectory:    h.tools.KubebuilderAssets,
-		ControlPlaneStartTimeout: 2 * time.Minute,
-		ControlPlaneStopTimeout:  30 * time.Second,
-	}
 	etcdLog, err := h.openLog("etcd")
 	if err != nil {
 		return err
@@ -274,35 +269,23 @@ func (h *Harness) startControlPlane(_ context.Context) error {
 	if err != nil {
 		return err
 	}
-	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(h.dir, "etcd"), Out: etcdLog, Err: etcdLog}
-	env.ControlPlane.APIServer = &envtest.APIServer{Out: apiLog, Err: apiLog}
-	if err := os.MkdirAll(env.ControlPlane.Etcd.DataDir, 0o700); err != nil {
-		return errors.Wrap(err, "cannot create etcd data directory")
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		_ = env.Stop()
-		return errors.Wrap(err, "cannot start etcd and kube-apiserver")
-	}
-	h.env = env
-	h.log.Info("kube-apiserver ready", "duration", since(t), "url", cfg.Host)
-
-	admin, err := env.AddUser(envtest.User{Name: "harness-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return errors.Wrap(err, "cannot provision admin user")
-	}
-	kc, err := admin.KubeConfig()
-	if err != nil {
-		return errors.Wrap(err, "cannot render admin kubeconfig")
-	}
 	h.kubeconfig = filepath.Join(h.dir, "kubeconfig")
-	if err := os.WriteFile(h.kubeconfig, kc, 0o600); err != nil {
-		return errors.Wrap(err, "cannot write admin kubeconfig")
+	env, err := kube.Start(kube.Options{
+		Assets:       h.tools.KubebuilderAssets,
+		EtcdDataDir:  filepath.Join(h.dir, "etcd"),
+		EtcdLog:      etcdLog,
+		APIServerLog: apiLog,
+		Kubeconfig:   h.kubeconfig,
+		Scheme:       scheme(),
+		QPS:          50,
+		Burst:        100,
+	})
+	if err != nil {
+		return err
 	}
-	h.cfg = rest.CopyConfig(admin.Config())
-	h.cfg.QPS, h.cfg.Burst = 50, 100
-	h.kube, err = client.New(h.cfg, client.Options{Scheme: scheme()})
-	return errors.Wrap(err, "cannot create Kubernetes client")
+	h.env, h.cfg, h.kube = env, env.Config, env.Client
+	h.log.Info("kube-apiserver ready", "duration", since(t), "url", h.cfg.Host)
+	return nil
 }
 
 // openLog opens logs/<name>.log for appending; Stop closes it.

@@ -28,11 +28,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/widgetco/crossplane-widget/apis"
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	"github.com/widgetco/crossplane-widget/test/lib/kube"
 	"github.com/widgetco/crossplane-widget/test/lib/proc"
 	"github.com/widgetco/crossplane-widget/test/lib/prom"
 	"github.com/widgetco/crossplane-widget/test/lib/wait"
@@ -54,27 +54,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		suite.skip = "KUBEBUILDER_ASSETS is unset: run `make test` (or eval \"$(bash hack/tools.sh env)\") to get kube-apiserver and etcd"
+	if os.Getenv(kube.AssetsEnv) == "" {
+		suite.skip = kube.ErrNoAssets.Error()
 		return m.Run()
-	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "..", "package", "provider", "crds")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "cannot start envtest:", err)
-		return 1
-	}
-	defer env.Stop()
-
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = apis.AddToScheme(scheme)
-	if suite.kube, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, "cannot create client:", err)
-		return 1
 	}
 	dir, err := os.MkdirTemp("", "provider-integration-")
 	if err != nil {
@@ -83,21 +65,22 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "provider-widget", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "cannot add user:", err)
-		return 1
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "cannot render kubeconfig:", err)
-		return 1
-	}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = apis.AddToScheme(scheme)
 	suite.kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(suite.kubeconfig, kc, 0o600); err != nil {
+	env, err := kube.Start(kube.Options{
+		CRDDirs:    []string{filepath.Join("..", "..", "..", "package", "provider", "crds")},
+		Kubeconfig: suite.kubeconfig,
+		Scheme:     scheme,
+	})
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer env.Stop()
+	suite.kube = env.Client
+
 	defer proc.Clean()
 	if suite.bin, err = proc.Build(context.Background(), "github.com/widgetco/crossplane-widget/provider"); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -1,0 +1,115 @@
+// Package kube starts a real kube-apiserver and etcd (controller-runtime's
+// envtest, with the binaries hack/tools.sh builds) for tests: the one way
+// this project starts an API server.
+package kube
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// AssetsEnv names the environment variable that holds the directory of the
+// kube-apiserver and etcd binaries (`eval "$(bash hack/tools.sh env)"` sets
+// it).
+const AssetsEnv = "KUBEBUILDER_ASSETS"
+
+// ErrNoAssets is returned when no binaries are configured: callers skip.
+var ErrNoAssets = errors.New(AssetsEnv + " is unset: run `make test` (or eval \"$(bash hack/tools.sh env)\") to get kube-apiserver and etcd")
+
+// Options say what to start.
+type Options struct {
+	// Assets is the directory of the binaries; default $KUBEBUILDER_ASSETS.
+	Assets string
+	// CRDDirs are installed before Start returns; each must exist.
+	CRDDirs []string
+	// EtcdDataDir keeps etcd's data there; default a temporary directory.
+	EtcdDataDir string
+	// EtcdLog and APIServerLog receive the processes' output; default none.
+	EtcdLog, APIServerLog io.Writer
+	// Kubeconfig, when set, is where an admin kubeconfig is written, for
+	// processes the test starts.
+	Kubeconfig string
+	// Scheme is the client's scheme; default client-go's.
+	Scheme *runtime.Scheme
+	// QPS and Burst of the client; default client-go's.
+	QPS   float32
+	Burst int
+}
+
+// An Env is a running kube-apiserver and etcd, and an admin client.
+type Env struct {
+	// Config is an admin's (system:masters) REST config.
+	Config *rest.Config
+	// Client uses Config.
+	Client client.Client
+	env    *envtest.Environment
+}
+
+// Start starts etcd and kube-apiserver and waits until they serve.
+func Start(o Options) (*Env, error) {
+	if o.Assets == "" {
+		o.Assets = os.Getenv(AssetsEnv)
+	}
+	if o.Assets == "" {
+		return nil, ErrNoAssets
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    o.Assets,
+		CRDDirectoryPaths:        o.CRDDirs,
+		ErrorIfCRDPathMissing:    len(o.CRDDirs) > 0,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: o.EtcdDataDir, Out: o.EtcdLog, Err: o.EtcdLog}
+	env.ControlPlane.APIServer = &envtest.APIServer{Out: o.APIServerLog, Err: o.APIServerLog}
+	if o.EtcdDataDir != "" {
+		if err := os.MkdirAll(o.EtcdDataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("cannot create etcd data directory: %w", err)
+		}
+	}
+	if _, err := env.Start(); err != nil {
+		_ = env.Stop()
+		return nil, fmt.Errorf("cannot start etcd and kube-apiserver: %w", err)
+	}
+	e := &Env{env: env}
+	if err := e.admin(o); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Env) admin(o Options) error {
+	admin, err := e.env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("cannot provision an admin user: %w", err)
+	}
+	if o.Kubeconfig != "" {
+		kc, err := admin.KubeConfig()
+		if err != nil {
+			return fmt.Errorf("cannot render the admin kubeconfig: %w", err)
+		}
+		if err := os.WriteFile(o.Kubeconfig, kc, 0o600); err != nil {
+			return fmt.Errorf("cannot write the admin kubeconfig: %w", err)
+		}
+	}
+	e.Config = rest.CopyConfig(admin.Config())
+	if o.QPS > 0 {
+		e.Config.QPS, e.Config.Burst = o.QPS, o.Burst
+	}
+	if e.Client, err = client.New(e.Config, client.Options{Scheme: o.Scheme}); err != nil {
+		return fmt.Errorf("cannot create a Kubernetes client: %w", err)
+	}
+	return nil
+}
+
+// Stop stops kube-apiserver and etcd.
+func (e *Env) Stop() error { return e.env.Stop() }
