@@ -129,7 +129,7 @@ func (h *Harness) coreInit(ctx context.Context) error {
 		c := exec.CommandContext(ctx, h.tools.Crossplane, args...) //nolint:gosec // The binary comes from Tools.
 		c.Env = env
 		c.Dir = h.dir
-		c.SysProcAttr = sysProcAttr()
+		c.SysProcAttr = proc.SysProcAttr()
 		out, err := c.CombinedOutput()
 		_ = appendFile(logPath, out)
 		if err == nil {

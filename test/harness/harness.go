@@ -54,6 +54,7 @@ import (
 	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
 
 	"github.com/widgetco/crossplane-widget/test/lib/kube"
+	"github.com/widgetco/crossplane-widget/test/lib/proc"
 	"github.com/widgetco/crossplane-widget/test/lib/wait"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
@@ -344,7 +345,7 @@ func (h *Harness) newProcess(name string, c Command) *Process {
 		"POD_SERVICE_ACCOUNT="+DefaultServiceAccount,
 	)
 	env = append(env, c.Env...)
-	return newProcess(name, c, env, filepath.Join(h.dir, "logs", name+".log"), h.log)
+	return proc.New(name, c, env, filepath.Join(h.dir, "logs", name+".log"), h.log)
 }
 
 // Stop tears everything down: package runtimes, Crossplane core,

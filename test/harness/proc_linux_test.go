@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/widgetco/crossplane-widget/test/lib/proc"
 )
 
 // descendants returns the live processes below pid (children, their
@@ -183,7 +185,7 @@ func TestDecodeProcAddr(t *testing.T) {
 // started (its process group), and that Kill and Start restart it.
 func TestProcessStop(t *testing.T) {
 	dir := t.TempDir()
-	p := newProcess("sh", Command{Path: "/bin/sh", Args: []string{"-c", "sleep 300 & sleep 300 & wait"}, Dir: dir},
+	p := proc.New("sh", Command{Path: "/bin/sh", Args: []string{"-c", "sleep 300 & sleep 300 & wait"}, Dir: dir},
 		os.Environ(), filepath.Join(dir, "sh.log"), slog.New(slog.DiscardHandler))
 	for _, step := range []struct {
 		name string
@@ -217,7 +219,7 @@ func TestProcessStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Count(string(b), "=== harness:"); got != 2 {
+	if got := strings.Count(string(b), "=== proc:"); got != 2 {
 		t.Errorf("log has %d start lines, want 2 (one per start)", got)
 	}
 }

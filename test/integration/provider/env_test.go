@@ -4,21 +4,16 @@
 package provider_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -169,12 +164,8 @@ func (e *env) eventually(d time.Duration, what string, fn func() (bool, string))
 
 // provider is a running provider-widget process.
 type provider struct {
-	t       *testing.T
-	cmd     *exec.Cmd
-	mu      sync.Mutex
-	log     bytes.Buffer
+	*proc.Process
 	metrics string
-	done    chan struct{}
 }
 
 // startProvider runs the provider binary until the test ends.
@@ -187,30 +178,13 @@ func startProvider(t *testing.T, args ...string) *provider {
 	full := append([]string{"--kubeconfig", suite.kubeconfig, "--debug",
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0",
 		"--poll-interval", "1m", "--feed-wait", "5s"}, args...)
-	p := &provider{t: t, cmd: exec.Command(suite.bin, full...), metrics: metricsAddr, done: make(chan struct{})}
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd.Stdout = io.Discard
-	if err := p.cmd.Start(); err != nil {
+	p := &provider{metrics: metricsAddr, Process: proc.New("provider-widget", proc.Command{Path: suite.bin, Args: full},
+		os.Environ(), filepath.Join(t.TempDir(), "provider.log"), slog.New(slog.DiscardHandler))}
+	if err := p.Start(); err != nil {
 		t.Fatalf("cannot start provider: %v", err)
 	}
-	go func() {
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.log.Write(sc.Bytes())
-			p.log.WriteByte('\n')
-			p.mu.Unlock()
-		}
-		_ = p.cmd.Wait()
-		close(p.done)
-	}()
 	t.Cleanup(func() {
-		p.stop()
+		_ = p.Stop()
 		if t.Failed() || os.Getenv("PROVIDER_LOG") != "" {
 			t.Logf("provider log:\n%s", p.logs())
 		}
@@ -218,33 +192,14 @@ func startProvider(t *testing.T, args ...string) *provider {
 	return p
 }
 
+// logs returns everything the provider wrote.
 func (p *provider) logs() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.String()
-}
-
-// stop sends SIGTERM and waits.
-func (p *provider) stop() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-	}
+	b, _ := os.ReadFile(p.LogPath())
+	return string(b)
 }
 
 // kill sends SIGKILL: no chance to finish anything.
-func (p *provider) kill() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.done
-}
+func (p *provider) kill() { _ = p.Kill() }
 
 // metric returns the sum of a provider metric's samples whose labels
 // include every given pair, or -1 when the metrics cannot be read.

@@ -1,12 +1,12 @@
 //go:build !linux
 
-package harness
+package proc
 
 import "syscall"
 
-// sysProcAttr puts a child in its own process group so the harness can
+// SysProcAttr puts a child in its own process group so the caller can
 // signal it and everything it started.
-func sysProcAttr() *syscall.SysProcAttr {
+func SysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
 

@@ -1,4 +1,4 @@
-package harness
+package proc
 
 import (
 	"os"
@@ -8,10 +8,10 @@ import (
 	"syscall"
 )
 
-// sysProcAttr puts a child in its own process group (so the harness can
+// SysProcAttr puts a child in its own process group (so the caller can
 // signal it and everything it started) and has the kernel kill it when the
-// harness's process dies, so a crashed test leaves nothing behind.
-func sysProcAttr() *syscall.SysProcAttr {
+// test process dies, so a crashed test leaves nothing behind.
+func SysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
