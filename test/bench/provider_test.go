@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -16,18 +15,11 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/widgetco/crossplane-widget/apis"
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
-	"github.com/widgetco/crossplane-widget/test/lib/prom"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
@@ -178,91 +170,6 @@ func providerSection(t *testing.T, b *bench) string {
 	return doc.String()
 }
 
-// kubeEnv is envtest (kube-apiserver + etcd) with the provider's CRDs and a
-// kubeconfig for the provider.
-type kubeEnv struct {
-	kube       client.WithWatch
-	kubeconfig string
-}
-
-func startKube(t *testing.T, root string) *kubeEnv {
-	t.Helper()
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "package", "provider", "crds")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("cannot start envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	cfg.QPS, cfg.Burst = 1000, 2000 // measure the API server, not our client's limiter
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = apis.AddToScheme(scheme)
-	kube, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "provider-widget", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return &kubeEnv{kube: kube, kubeconfig: path}
-}
-
-// createAll creates n objects from mk with workers concurrent clients and
-// returns when each create was sent and how long all took.
-func createAll(t *testing.T, kube client.Client, n, workers int, mk func(i int) client.Object) (map[string]time.Time, time.Duration) {
-	t.Helper()
-	sent := make(map[string]time.Time, n)
-	var mu sync.Mutex
-	work := make(chan int)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range workers {
-		wg.Go(func() {
-			for i := range work {
-				o := mk(i)
-				at := time.Now()
-				if err := kube.Create(context.Background(), o); err != nil {
-					t.Errorf("cannot create %s: %v", o.GetName(), err)
-					continue
-				}
-				mu.Lock()
-				sent[o.GetName()] = at
-				mu.Unlock()
-			}
-		})
-	}
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	return sent, time.Since(start)
-}
-
-// rawCreate measures how fast the API server creates n plain ConfigMaps.
-func rawCreate(t *testing.T, k *kubeEnv, ns string, n, workers int) time.Duration {
-	t.Helper()
-	if err := k.kube.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	_, d := createAll(t, k.kube, n, workers, func(i int) client.Object {
-		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%05d", i)}, Data: map[string]string{"size": "medium", "team": "a"}}
-	})
-	return d
-}
-
 // runOpts says what one provider run does.
 type runOpts struct {
 	ns      string // namespace, unique per run
@@ -409,44 +316,16 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 	return r
 }
 
-// cleanup removes what a run left in ns once its provider has stopped, so
-// that the next run's provider (they share envtest) does not reconcile it:
-// Widgets and the ProviderConfig lose their finalizers, then everything the
-// run created there is deleted.
-func cleanup(t *testing.T, k *kubeEnv, ns string, workers int) {
+// rawCreate measures how fast the API server creates n plain ConfigMaps.
+func rawCreate(t *testing.T, k *kubeEnv, ns string, n, workers int) time.Duration {
 	t.Helper()
-	ctx := context.Background()
-	l := &nsv1alpha1.WidgetList{}
-	if err := k.kube.List(ctx, l, client.InNamespace(ns)); err != nil {
+	if err := k.kube.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	objs := make([]client.Object, 0, len(l.Items)+1)
-	for i := range l.Items {
-		objs = append(objs, &l.Items[i])
-	}
-	objs = append(objs, &nsv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}})
-	work := make(chan client.Object)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for o := range work {
-				p := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
-				if err := k.kube.Patch(ctx, o, p); client.IgnoreNotFound(err) != nil {
-					t.Errorf("cannot remove the finalizers of %s: %v", o.GetName(), err)
-				}
-			}
-		})
-	}
-	for _, o := range objs {
-		work <- o
-	}
-	close(work)
-	wg.Wait()
-	for _, o := range []client.Object{&nsv1alpha1.Widget{}, &nsv1alpha1.ProviderConfigUsage{}, &nsv1alpha1.ProviderConfig{}} {
-		if err := k.kube.DeleteAllOf(ctx, o, client.InNamespace(ns)); err != nil {
-			t.Errorf("cannot delete the run's %T objects: %v", o, err)
-		}
-	}
+	_, d := createAll(t, k.kube, n, workers, func(i int) client.Object {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%05d", i)}, Data: map[string]string{"size": "medium", "team": "a"}}
+	})
+	return d
 }
 
 // importName is the name of the i-th pre-existing widget of an import run.
@@ -476,105 +355,4 @@ func importWidgets(t *testing.T, url string, n, workers int) {
 	}
 	close(work)
 	wg.Wait()
-}
-
-func sum(m map[string]float64) float64 {
-	t := 0.0
-	for _, v := range m {
-		t += v
-	}
-	return t
-}
-
-// watchReady records when each Widget in ns is first seen Ready=True and
-// closes done when n are.
-func watchReady(ctx context.Context, t *testing.T, kube client.WithWatch, ns string, n int, readyAt map[string]time.Time, mu *sync.Mutex, done chan struct{}) {
-	see := func(w *nsv1alpha1.Widget) {
-		if w.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue {
-			return
-		}
-		now := time.Now()
-		mu.Lock()
-		defer mu.Unlock()
-		if _, ok := readyAt[w.Name]; ok {
-			return
-		}
-		readyAt[w.Name] = now
-		if len(readyAt) == n {
-			close(done)
-		}
-	}
-	for ctx.Err() == nil {
-		l := &nsv1alpha1.WidgetList{}
-		if err := kube.List(ctx, l, client.InNamespace(ns)); err != nil {
-			if ctx.Err() == nil {
-				t.Logf("cannot list Widgets: %v", err)
-				time.Sleep(time.Second)
-			}
-			continue
-		}
-		for i := range l.Items {
-			see(&l.Items[i])
-		}
-		wi, err := kube.Watch(ctx, &nsv1alpha1.WidgetList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.ResourceVersion}})
-		if err != nil {
-			continue
-		}
-		for ev := range wi.ResultChan() {
-			if w, ok := ev.Object.(*nsv1alpha1.Widget); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
-				see(w)
-			}
-		}
-		wi.Stop()
-	}
-}
-
-// apiRequests sums the Widget API server's widgetapi_requests_total by
-// method and route.
-func apiRequests(t *testing.T, s *server.Server) (map[string]float64, float64) {
-	t.Helper()
-	mfs, err := s.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	by, total := map[string]float64{}, 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != "widgetapi_requests_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			l := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				l[lp.GetName()] = lp.GetValue()
-			}
-			v := m.GetCounter().GetValue()
-			op := l["route"] // "GET /v1/widgets/{name}"
-			if !strings.HasPrefix(op, l["method"]+" ") {
-				op = l["method"] + " " + op
-			}
-			by[op] += v
-			total += v
-		}
-	}
-	return by, total
-}
-
-// promSum returns the sum of every sample of a metric served at addr, or -1
-// when it cannot be read.
-func promSum(addr, name string) float64 {
-	ss, err := prom.Scrape(context.Background(), nil, "http://"+addr+"/metrics")
-	if err != nil {
-		return -1
-	}
-	return ss.Sum(name, nil)
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys(m map[string]float64) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

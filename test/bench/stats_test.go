@@ -3,10 +3,7 @@ package bench
 import (
 	"fmt"
 	"math"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -43,6 +40,18 @@ func medianD(ds []time.Duration) time.Duration {
 	return time.Duration(medianF(fs))
 }
 
+// mean returns the arithmetic mean of ds.
+func mean(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum / time.Duration(len(ds))
+}
+
 // us formats d in microseconds.
 func us(d time.Duration) string {
 	return fmt.Sprintf("%.0f us", float64(d)/float64(time.Microsecond))
@@ -50,43 +59,3 @@ func us(d time.Duration) string {
 
 // secs formats d in seconds.
 func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
-
-// envInt returns the integer in the environment variable name, or def.
-func envInt(name string, def int) int {
-	v, err := strconv.Atoi(os.Getenv(name))
-	if err != nil || v <= 0 {
-		return def
-	}
-	return v
-}
-
-// loadAvg returns the 1, 5 and 15 minute load averages.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}
-
-// rssOf returns the VmRSS line of a process, in kB.
-func rssOf(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return -1
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmRSS:") {
-			f := strings.Fields(l)
-			if len(f) >= 2 {
-				n, _ := strconv.Atoi(f[1])
-				return n
-			}
-		}
-	}
-	return -1
-}

@@ -1,0 +1,184 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/widgetco/crossplane-widget/test/harness"
+	"github.com/widgetco/crossplane-widget/test/lib/platform"
+	"github.com/widgetco/crossplane-widget/widgetapi/server"
+)
+
+// e2eEnv is a local control plane with provider-widget and function-widget
+// installed and the XWidget API published.
+type e2eEnv struct {
+	h       *harness.Harness
+	p       *platform.Platform
+	kube    client.WithWatch
+	cfg     *rest.Config
+	pkgs    platform.Packages
+	dir     string
+	root    string
+	kcm     bool
+	fnAddr  string // function-widget's metrics address
+	provBin string
+	setup   time.Duration
+}
+
+func startE2E(t *testing.T, b *bench) *e2eEnv {
+	t.Helper()
+	begin := time.Now()
+	tools, err := harness.ToolsFromEnv()
+	if err != nil {
+		t.Fatalf("the e2e section needs the tools (eval \"$(bash hack/tools.sh env)\"): %v", err)
+	}
+	// The binaries of the working tree, as the packages' runtimes.
+	bins := platform.Binaries{
+		Provider: b.build(t, "provider-widget", "./provider"),
+		Function: b.build(t, "function-widget", "./function"),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	pkgs, err := platform.FindPackages(ctx, b.root, tools.Crank, filepath.Join(b.dir, "packages"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kept after the run (replaced by the next) for its logs.
+	dir := filepath.Join(b.root, "_output", "bench", "e2e-harness")
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	h, err := harness.Start(context.Background(), harness.Options{
+		Dir:   dir,
+		Log:   log,
+		Tools: &tools,
+		// As the e2e suite: platform.Install creates the provider's policy.
+		Activations: []string{},
+		CoreArgs:    envArgs("WIDGET_BENCH_E2E_CORE_ARGS"),
+		WidgetAPI:   &server.Options{Tokens: map[string]string{e2eToken: "bench"}},
+	})
+	if err != nil {
+		t.Fatalf("cannot start the local control plane: %v", err)
+	}
+	env := &e2eEnv{h: h, pkgs: pkgs, dir: dir, root: b.root, provBin: bins.Provider, kcm: tools.KubeControllerManager != ""}
+	ok := false
+	defer func() {
+		if !ok {
+			env.stop()
+		}
+	}()
+	env.p, err = platform.Install(ctx, h, platform.Options{
+		Root: b.root, Binaries: bins, Packages: pkgs, Token: e2eToken, Log: log,
+		ProviderArgs: envArgs("WIDGET_BENCH_E2E_PROVIDER_ARGS"),
+	})
+	if err != nil {
+		t.Fatalf("cannot install the platform (logs in %s): %v", filepath.Join(dir, "logs"), err)
+	}
+	env.cfg = h.RESTConfig()
+	env.cfg.QPS, env.cfg.Burst = 500, 1000 // measure the control plane, not our client's limiter
+	env.cfg.WarningHandler = rest.NoWarnings{}
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if env.kube, err = client.NewWithWatch(env.cfg, client.Options{Scheme: s}); err != nil {
+		t.Fatal(err)
+	}
+	env.fnAddr = cmdlineFlag(env.p.Function.PID(), "--metrics-address")
+	env.setup = time.Since(begin)
+	ok = true
+	return env
+}
+
+func (e *e2eEnv) stop() {
+	if err := e.h.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: cannot stop the local control plane:", err)
+	}
+}
+
+// Names of the processes in procCPU.
+const (
+	procCore      = "Crossplane core"
+	procFunction  = "function-widget"
+	procProvider  = "provider-widget"
+	procAPIServer = "kube-apiserver"
+)
+
+// processes finds the control plane's processes: those the harness runs
+// and, by their command lines, the ones envtest runs.
+func (e *e2eEnv) processes(t *testing.T) []procCPU {
+	t.Helper()
+	ps := []procCPU{
+		{procCore, e.h.Core().PID()},
+		{procFunction, e.p.Function.PID()},
+		{procProvider, e.p.Provider.PID()},
+	}
+	port := ""
+	if u, err := url.Parse(e.cfg.Host); err == nil {
+		port = u.Port()
+	}
+	for _, f := range []struct {
+		name, exe, arg string
+	}{
+		{procAPIServer, "kube-apiserver", "--secure-port=" + port},
+		{"etcd", "etcd", "--data-dir=" + filepath.Join(e.h.Dir(), "etcd")},
+		{"kube-controller-manager", "kube-controller-manager", "--kubeconfig=" + e.h.Kubeconfig()},
+	} {
+		if pid := findProcess(f.exe, f.arg); pid > 0 {
+			ps = append(ps, procCPU{f.name, pid})
+		} else if f.name != "kube-controller-manager" || e.kcm {
+			t.Logf("e2e: cannot find the %s process; its CPU time is not reported", f.name)
+		}
+	}
+	ps = append(ps, procCPU{"benchmark process", os.Getpid()})
+	for _, p := range ps {
+		if p.pid <= 0 {
+			t.Fatalf("e2e: %s is not running", p.name)
+		}
+	}
+	return ps
+}
+
+// scrapeAll scrapes core, the function, the provider and kube-apiserver.
+func (e *e2eEnv) scrapeAll(t *testing.T) (core, fn, prov, apisrv map[string]float64) {
+	t.Helper()
+	get := func(c *http.Client, u string) map[string]float64 {
+		if u == "" {
+			return map[string]float64{}
+		}
+		m, err := scrape(c, u)
+		if err != nil {
+			t.Logf("e2e: cannot scrape %s: %v", u, err)
+		}
+		return m
+	}
+	plain := &http.Client{Timeout: 10 * time.Second}
+	core = get(plain, e.h.CoreMetricsURL())
+	if e.fnAddr != "" {
+		fn = get(plain, "http://"+e.fnAddr+"/metrics")
+	} else {
+		fn = map[string]float64{}
+	}
+	prov = get(plain, e.p.ProviderMetricsURL)
+	if hc, err := rest.HTTPClientFor(e.cfg); err == nil {
+		hc.Timeout = 30 * time.Second
+		apisrv = get(hc, strings.TrimSuffix(e.cfg.Host, "/")+"/metrics")
+	} else {
+		apisrv = map[string]float64{}
+	}
+	return core, fn, prov, apisrv
+}

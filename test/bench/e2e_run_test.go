@@ -1,0 +1,276 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/widgetco/crossplane-widget/test/lib/platform"
+)
+
+// e2eRun is the outcome of one run.
+type e2eRun struct {
+	n, ready  int
+	warmup    time.Duration // the first claim, cold, to Ready
+	createFor time.Duration
+	allReady  time.Duration // first create sent to the last claim Ready (or to giving up)
+	timedOut  bool
+	toReady   []time.Duration
+	stages    map[string][]time.Duration // stage -> per claim Ready, from its create request
+	gaps      map[string][]time.Duration // stage -> per claim Ready, from the stage before
+	notReady  map[string]int             // how the claims that never got Ready ended, by status
+	slowest   string                     // the slowest claim's stage times
+	inverted  int                        // claims whose XR was seen Ready after the claim
+	flaps     map[string]int             // stage -> times a Ready stage was lost again
+	flapped   map[string]int             // stage -> claims that lost it
+	readyEnd  int                        // claims Ready at the end of the steady-state window
+	relists   []string                   // the benchmark's watches that had to re-list
+	xrLag     []time.Duration            // XR first seen Ready by the watch, after its lastTransitionTime
+
+	idle   time.Duration
+	steady time.Duration
+	procs  []procCPU
+	cpuRun map[string]time.Duration // process -> CPU during the run
+	cpuIdl map[string]time.Duration // during the idle window
+	cpuSty map[string]time.Duration // during the steady window
+	rssKB  map[string]int
+
+	core, fn, prov, apisrv metricDelta // during the run
+	coreSty, fnSty         metricDelta // during the steady window
+	apisrvSty              metricDelta
+	widgetAPI              map[string]float64
+	widgetAPISty           float64
+}
+
+// run is one run on e's control plane: a warm-up claim to Ready, the
+// processes' idle CPU, n claims to Ready with every stage watched, then
+// the steady-state window.
+func (e *e2eEnv) run(t *testing.T, n int, steady time.Duration) *e2eRun {
+	t.Helper()
+	ctx := context.Background()
+	r := &e2eRun{n: n, idle: e2eIdle, steady: steady, stages: map[string][]time.Duration{}, gaps: map[string][]time.Duration{}, notReady: map[string]int{}}
+	claim := e.claimMaker(t)
+	for _, ns := range []string{e2eWarmupNS, e2eNamespace} {
+		if err := platform.EnsureNamespace(ctx, e.h.Client(), ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	r.warmup = e.warmUp(ctx, t, claim(e2eWarmupNS, "warmup"))
+	t.Logf("e2e: warm-up claim Ready in %s", r.warmup.Round(10*time.Millisecond))
+
+	// The processes, and how much CPU they use doing nothing.
+	r.procs = e.processes(t)
+	time.Sleep(5 * time.Second) // let the warm-up's last reconciles pass
+	c0 := cpuSnapshot(r.procs)
+	time.Sleep(r.idle)
+	c1 := cpuSnapshot(r.procs)
+	r.cpuIdl = cpuDelta(c0, c1)
+
+	// Watches of every stage, started before the claims.
+	tl := newTimeline(n)
+	wctx, cancelWatches := context.WithCancel(ctx)
+	defer cancelWatches()
+	watches := r.watchStages(wctx, t, e.kube, tl)
+	time.Sleep(time.Second) // let the watches list
+
+	sent, end := r.burst(t, e, tl, claim)
+	if r.timedOut {
+		r.explainNotReady(ctx, t, e, sent, tl)
+	}
+	if steady > 0 {
+		r.measureSteady(t, e)
+	}
+	cancelWatches()
+	watches.Wait()
+	r.collectStages(sent, tl, end)
+	r.readyEnd = e.countReady(ctx, t)
+	r.xrLag = e.xrWatchLag(ctx, t, tl)
+	return r
+}
+
+// claimMaker returns a function that makes the claim ns/name:
+// examples/composition/legacy/claim.yaml renamed, with its own connection
+// Secret.
+func (e *e2eEnv) claimMaker(t *testing.T) func(ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	example, err := platform.ReadObjects(filepath.Join(e.root, "examples", "composition", "legacy", "claim.yaml"))
+	if err != nil || len(example) != 1 {
+		t.Fatalf("cannot read examples/composition/legacy/claim.yaml: %v", err)
+	}
+	return func(ns, name string) *unstructured.Unstructured {
+		u := example[0].DeepCopy()
+		u.SetNamespace(ns)
+		u.SetName(name)
+		_ = unstructured.SetNestedField(u.Object, name+"-widget", "spec", "writeConnectionSecretToRef", "name")
+		return u
+	}
+}
+
+// warmUp creates the claim w, cold, and returns how long it took to be
+// Ready: core starts its watches of the composed kinds and dials the
+// function on first use.
+func (e *e2eEnv) warmUp(ctx context.Context, t *testing.T, w *unstructured.Unstructured) time.Duration {
+	t.Helper()
+	t0 := time.Now()
+	if err := e.kube.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if err := e.kube.Get(ctx, client.ObjectKeyFromObject(w), w); err == nil && claimReady(w) {
+			break
+		}
+		if time.Since(t0) > 5*time.Minute {
+			t.Fatalf("the warm-up claim is not Ready after 5m: %s (logs in %s)", platform.StatusLine(w), filepath.Join(e.dir, "logs"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return time.Since(t0)
+}
+
+// burst creates the run's r.n claims from e2eWorkers concurrent clients
+// and waits until all are Ready or e2eWait has passed. The processes' CPU
+// time, their metrics and the Widget API's requests are read just before
+// the first create and when the wait ends. It returns when each claim's
+// create request was sent, and when the wait ended.
+func (r *e2eRun) burst(t *testing.T, e *e2eEnv, tl *timeline, claim func(ns, name string) *unstructured.Unstructured) (map[string]time.Time, time.Time) {
+	t.Helper()
+	r.core.before, r.fn.before, r.prov.before, r.apisrv.before = e.scrapeAll(t)
+	api0, _, _ := widgetAPIRequests(e.h.WidgetAPI().Server)
+	c0 := cpuSnapshot(r.procs)
+	start := time.Now()
+	sent, createFor := createAll(t, e.kube, r.n, e2eWorkers, func(i int) client.Object {
+		return claim(e2eNamespace, fmt.Sprintf("c-%04d", i))
+	})
+	r.createFor = createFor
+	t.Logf("e2e: %d claims created in %s", len(sent), r.createFor.Round(10*time.Millisecond))
+
+	r.timedOut = !waitAllReady(t, tl, start)
+	end := time.Now()
+	c1 := cpuSnapshot(r.procs)
+	r.core.after, r.fn.after, r.prov.after, r.apisrv.after = e.scrapeAll(t)
+	api1, _, _ := widgetAPIRequests(e.h.WidgetAPI().Server)
+	r.cpuRun = cpuDelta(c0, c1)
+	r.widgetAPI = map[string]float64{}
+	for k, v := range api1 {
+		if d := v - api0[k]; d > 0 {
+			r.widgetAPI[k] = d
+		}
+	}
+	r.rssKB = map[string]int{}
+	for _, p := range r.procs {
+		r.rssKB[p.name] = rssOf(p.pid)
+	}
+
+	// Claim Ready times are final now; the other stages are collected
+	// after the steady-state window, since some (a WidgetKey's Ready) come
+	// after the claim's.
+	tl.mu.Lock()
+	for name, at := range sent {
+		if ra, ok := tl.at[name][stReady]; ok && !ra.After(end) {
+			r.toReady = append(r.toReady, ra.Sub(at))
+		}
+	}
+	tl.mu.Unlock()
+	r.ready = len(r.toReady)
+	r.allReady = end.Sub(start)
+	t.Logf("e2e: %d of %d claims Ready in %s", r.ready, r.n, r.allReady.Round(10*time.Millisecond))
+	return sent, end
+}
+
+// waitAllReady waits until every claim of tl is Ready, logging the
+// progress every 15 s, and reports false when e2eWait passes first.
+func waitAllReady(t *testing.T, tl *timeline, start time.Time) bool {
+	t.Helper()
+	deadline := time.After(e2eWait)
+	tick := time.NewTicker(15 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tl.done:
+			return true
+		case <-deadline:
+			return false
+		case <-tick.C:
+			t.Logf("e2e: %s after %s", tl.progress(), time.Since(start).Round(time.Second))
+		}
+	}
+}
+
+// measureSteady measures the steady-state window: r.steady with all
+// claims (or those that got there) Ready and nothing changing.
+func (r *e2eRun) measureSteady(t *testing.T, e *e2eEnv) {
+	t.Helper()
+	r.coreSty.before, r.fnSty.before, _, r.apisrvSty.before = e.scrapeAll(t)
+	_, tot0, _ := widgetAPIRequests(e.h.WidgetAPI().Server)
+	c0 := cpuSnapshot(r.procs)
+	time.Sleep(r.steady)
+	c1 := cpuSnapshot(r.procs)
+	r.coreSty.after, r.fnSty.after, _, r.apisrvSty.after = e.scrapeAll(t)
+	_, tot1, _ := widgetAPIRequests(e.h.WidgetAPI().Server)
+	r.cpuSty = cpuDelta(c0, c1)
+	r.widgetAPISty = tot1 - tot0
+}
+
+// explainNotReady records the state of the claims that are not Ready.
+func (r *e2eRun) explainNotReady(ctx context.Context, t *testing.T, e *e2eEnv, sent map[string]time.Time, tl *timeline) {
+	t.Helper()
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(gvkClaim.GroupVersion().WithKind(gvkClaim.Kind + "List"))
+	if err := e.kube.List(ctx, l, client.InNamespace(e2eNamespace)); err != nil {
+		t.Logf("cannot list claims: %v", err)
+		return
+	}
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	for i := range l.Items {
+		c := &l.Items[i]
+		if _, ok := sent[c.GetName()]; !ok || claimReady(c) {
+			continue
+		}
+		last := "created"
+		for _, s := range e2eStages {
+			if _, ok := tl.at[c.GetName()][s]; ok {
+				last = s
+			}
+		}
+		line := platform.StatusLine(c)
+		line = strings.TrimPrefix(line, c.GetKind()+" "+platform.Name(c)+":")
+		r.notReady["last stage "+last+";"+line]++
+	}
+	if d, err := e.h.DumpDiagnostics(ctx, ""); err == nil {
+		t.Logf("e2e: diagnostics in %s", d)
+	}
+}
+
+// countReady counts the claims in the benchmark's namespace that are Ready.
+func (e *e2eEnv) countReady(ctx context.Context, t *testing.T) int {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(gvkClaim.GroupVersion().WithKind(gvkClaim.Kind + "List"))
+	if err := e.kube.List(ctx, l, client.InNamespace(e2eNamespace)); err != nil {
+		t.Logf("cannot list claims: %v", err)
+		return -1
+	}
+	n := 0
+	for i := range l.Items {
+		if claimReady(&l.Items[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+// claimReady is the e2e suite's test: Synced and Ready.
+func claimReady(u *unstructured.Unstructured) bool {
+	return condTrue(u, "Synced") && condTrue(u, "Ready")
+}
+
+func condTrue(u *unstructured.Unstructured, typ string) bool {
+	return platform.GetCondition(u, typ).Status == "True"
+}

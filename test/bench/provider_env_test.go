@@ -1,0 +1,260 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/widgetco/crossplane-widget/apis"
+	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	"github.com/widgetco/crossplane-widget/test/lib/proc"
+)
+
+// kubeEnv is envtest (kube-apiserver + etcd) with the provider's CRDs and a
+// kubeconfig for the provider.
+type kubeEnv struct {
+	kube       client.WithWatch
+	kubeconfig string
+}
+
+func startKube(t *testing.T, root string) *kubeEnv {
+	t.Helper()
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(root, "package", "provider", "crds")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("cannot start envtest: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	cfg.QPS, cfg.Burst = 1000, 2000 // measure the API server, not our client's limiter
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = apis.AddToScheme(scheme)
+	kube, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "provider-widget", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &kubeEnv{kube: kube, kubeconfig: path}
+}
+
+// setupWidgetProject creates namespace ns with a Secret holding token and a
+// ProviderConfig "default" pointing at the Widget API at endpoint.
+func setupWidgetProject(t *testing.T, k *kubeEnv, ns, endpoint, token string) {
+	t.Helper()
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "widget-token"}, StringData: map[string]string{"token": token}},
+		&nsv1alpha1.ProviderConfig{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"},
+			Spec: commonv1alpha1.LocalProviderConfigSpec{
+				APIConnection: commonv1alpha1.APIConnection{Endpoint: endpoint},
+				Credentials: commonv1alpha1.LocalProviderCredentials{
+					Source:    xpv2.CredentialsSourceSecret,
+					SecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "widget-token"}, Key: "token"},
+				},
+			},
+		},
+	} {
+		if err := k.kube.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// providerProcess is a provider-widget subprocess.
+type providerProcess struct {
+	args    []string // its flags after --kubeconfig
+	metrics string   // address of its /metrics
+	log     string   // its log file
+	pid     int
+	stop    func() // idempotent; also run at the end of the test
+}
+
+// startProviderProcess starts bin against k with extra flags, logging to
+// provider-<name>.log (in WIDGET_BENCH_LOGS when set), and returns once it
+// serves metrics and its controllers had a second to start their informers.
+func startProviderProcess(t *testing.T, k *kubeEnv, bin, name string, extra []string) *providerProcess {
+	t.Helper()
+	metrics, err := proc.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"--metrics-bind-address", metrics, "--health-probe-bind-address", "0"}, extra...)
+	cmd := exec.Command(bin, append([]string{"--kubeconfig", k.kubeconfig}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	logDir := os.Getenv("WIDGET_BENCH_LOGS")
+	if logDir == "" {
+		logDir = t.TempDir()
+	}
+	logf, err := os.Create(filepath.Join(logDir, "provider-"+name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	p := &providerProcess{args: args, metrics: metrics, log: logf.Name(), pid: cmd.Process.Pid}
+	p.stop = func() {
+		once.Do(func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			_ = cmd.Wait()
+			_ = logf.Close()
+		})
+	}
+	t.Cleanup(p.stop)
+	for deadline := time.Now().Add(60 * time.Second); promSum(metrics, "controller_runtime_reconcile_total") < 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the provider did not start; log in %s", p.log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	return p
+}
+
+// createAll creates n objects from mk with workers concurrent clients and
+// returns when each create was sent and how long all took.
+func createAll(t *testing.T, kube client.Client, n, workers int, mk func(i int) client.Object) (map[string]time.Time, time.Duration) {
+	t.Helper()
+	sent := make(map[string]time.Time, n)
+	var mu sync.Mutex
+	work := make(chan int)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for i := range work {
+				o := mk(i)
+				at := time.Now()
+				if err := kube.Create(context.Background(), o); err != nil {
+					t.Errorf("cannot create %s: %v", o.GetName(), err)
+					continue
+				}
+				mu.Lock()
+				sent[o.GetName()] = at
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return sent, time.Since(start)
+}
+
+// watchReady records when each Widget in ns is first seen Ready=True and
+// closes done when n are.
+func watchReady(ctx context.Context, t *testing.T, kube client.WithWatch, ns string, n int, readyAt map[string]time.Time, mu *sync.Mutex, done chan struct{}) {
+	see := func(w *nsv1alpha1.Widget) {
+		if w.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue {
+			return
+		}
+		now := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		if _, ok := readyAt[w.Name]; ok {
+			return
+		}
+		readyAt[w.Name] = now
+		if len(readyAt) == n {
+			close(done)
+		}
+	}
+	for ctx.Err() == nil {
+		l := &nsv1alpha1.WidgetList{}
+		if err := kube.List(ctx, l, client.InNamespace(ns)); err != nil {
+			if ctx.Err() == nil {
+				t.Logf("cannot list Widgets: %v", err)
+				time.Sleep(time.Second)
+			}
+			continue
+		}
+		for i := range l.Items {
+			see(&l.Items[i])
+		}
+		wi, err := kube.Watch(ctx, &nsv1alpha1.WidgetList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.ResourceVersion}})
+		if err != nil {
+			continue
+		}
+		for ev := range wi.ResultChan() {
+			if w, ok := ev.Object.(*nsv1alpha1.Widget); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
+				see(w)
+			}
+		}
+		wi.Stop()
+	}
+}
+
+// cleanup removes what a run left in ns once its provider has stopped, so
+// that the next run's provider (they share envtest) does not reconcile it:
+// Widgets and the ProviderConfig lose their finalizers, then everything the
+// run created there is deleted.
+func cleanup(t *testing.T, k *kubeEnv, ns string, workers int) {
+	t.Helper()
+	ctx := context.Background()
+	l := &nsv1alpha1.WidgetList{}
+	if err := k.kube.List(ctx, l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	objs := make([]client.Object, 0, len(l.Items)+1)
+	for i := range l.Items {
+		objs = append(objs, &l.Items[i])
+	}
+	objs = append(objs, &nsv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}})
+	work := make(chan client.Object)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for o := range work {
+				p := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+				if err := k.kube.Patch(ctx, o, p); client.IgnoreNotFound(err) != nil {
+					t.Errorf("cannot remove the finalizers of %s: %v", o.GetName(), err)
+				}
+			}
+		})
+	}
+	for _, o := range objs {
+		work <- o
+	}
+	close(work)
+	wg.Wait()
+	for _, o := range []client.Object{&nsv1alpha1.Widget{}, &nsv1alpha1.ProviderConfigUsage{}, &nsv1alpha1.ProviderConfig{}} {
+		if err := k.kube.DeleteAllOf(ctx, o, client.InNamespace(ns)); err != nil {
+			t.Errorf("cannot delete the run's %T objects: %v", o, err)
+		}
+	}
+}
