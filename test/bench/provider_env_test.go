@@ -2,11 +2,10 @@ package bench
 
 import (
 	"context"
+	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,11 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/widgetco/crossplane-widget/apis"
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	"github.com/widgetco/crossplane-widget/test/lib/kube"
 	"github.com/widgetco/crossplane-widget/test/lib/proc"
 )
 
@@ -35,36 +34,26 @@ type kubeEnv struct {
 
 func startKube(t *testing.T, root string) *kubeEnv {
 	t.Helper()
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "package", "provider", "crds")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("cannot start envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	cfg.QPS, cfg.Burst = 1000, 2000 // measure the API server, not our client's limiter
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = apis.AddToScheme(scheme)
-	kube, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "provider-widget", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, kc, 0o600); err != nil {
+	env, err := kube.Start(kube.Options{
+		CRDDirs:    []string{filepath.Join(root, "package", "provider", "crds")},
+		Kubeconfig: path,
+		Scheme:     scheme,
+		// Measure the API server, not our client's limiter.
+		QPS: 1000, Burst: 2000,
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	return &kubeEnv{kube: kube, kubeconfig: path}
+	t.Cleanup(func() { _ = env.Stop() })
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &kubeEnv{kube: c, kubeconfig: path}
 }
 
 // setupWidgetProject creates namespace ns with a Secret holding token and a
@@ -110,29 +99,17 @@ func startProviderProcess(t *testing.T, k *kubeEnv, bin, name string, extra []st
 		t.Fatal(err)
 	}
 	args := append([]string{"--metrics-bind-address", metrics, "--health-probe-bind-address", "0"}, extra...)
-	cmd := exec.Command(bin, append([]string{"--kubeconfig", k.kubeconfig}, args...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	logDir := os.Getenv("WIDGET_BENCH_LOGS")
 	if logDir == "" {
 		logDir = t.TempDir()
 	}
-	logf, err := os.Create(filepath.Join(logDir, "provider-"+name+".log"))
-	if err != nil {
+	pp := proc.New("provider-"+name, proc.Command{Path: bin, Args: append([]string{"--kubeconfig", k.kubeconfig}, args...)},
+		os.Environ(), filepath.Join(logDir, "provider-"+name+".log"), slog.New(slog.DiscardHandler))
+	if err := pp.Start(); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	p := &providerProcess{args: args, metrics: metrics, log: logf.Name(), pid: cmd.Process.Pid}
-	p.stop = func() {
-		once.Do(func() {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-			_ = cmd.Wait()
-			_ = logf.Close()
-		})
-	}
+	p := &providerProcess{args: args, metrics: metrics, log: pp.LogPath(), pid: pp.PID()}
+	p.stop = func() { _ = pp.Stop() }
 	t.Cleanup(p.stop)
 	for deadline := time.Now().Add(60 * time.Second); promSum(metrics, "controller_runtime_reconcile_total") < 0; {
 		if time.Now().After(deadline) {
