@@ -112,7 +112,7 @@ func testConnect[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T, 
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			env := apitest.Start(t, apitest.WithOptions(rateLimited))
+			env := apitest.Start(t, apitest.WithOptions(apitest.RateLimited))
 			var objs []client.Object
 			if !tc.noConfig {
 				objs = config(env.URL)
@@ -146,7 +146,7 @@ func testConnect[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T, 
 				return
 			}
 			if tc.exhaust {
-				exhaust(t, env.Client(t, apitest.TokenA))
+				apitest.Exhaust(t, env.Client(t, apitest.TokenA))
 			}
 			_, err = ext.Observe(t.Context(), mg)
 			if !tc.want.observeErr(err) {

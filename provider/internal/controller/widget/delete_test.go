@@ -58,8 +58,8 @@ func testDelete[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 		},
 		"RateLimited": {
 			reason: "A 429 goes through Check (which throttles) and is returned.",
-			server: rateLimited,
-			before: exhaust,
+			server: apitest.RateLimited,
+			before: apitest.Exhaust,
 			want:   want{err: cmpopts.AnyError, checked: isRateLimited, ready: noReady},
 		},
 	}

@@ -22,7 +22,6 @@ import (
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
 	"github.com/widgetco/crossplane-widget/widgetapi"
-	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
 
 var errBoom = errors.New("boom")
@@ -205,25 +204,6 @@ func deleteWidget(t *testing.T, api *widgetapi.Client, name string) {
 	if _, err := api.DeleteWidget(t.Context(), name); err != nil {
 		t.Fatalf("cannot delete widget %s: %v", name, err)
 	}
-}
-
-// rateLimited makes the server allow each token a few calls, and no more
-// for a long time.
-func rateLimited(o *server.Options) { o.RateLimit = 0.001; o.RateBurst = 20 }
-
-// exhaust uses up the token's rate limit.
-func exhaust(t *testing.T, api *widgetapi.Client) {
-	t.Helper()
-	for range 1000 {
-		_, err := api.ListWidgets(t.Context(), widgetapi.ListWidgetsOptions{})
-		if isRateLimited(err) {
-			return
-		}
-		if err != nil {
-			t.Fatalf("cannot list widgets: %v", err)
-		}
-	}
-	t.Fatal("the Widget API is not rate limiting after 1000 calls")
 }
 
 // mostLabels are as many labels as the CRD accepts (31).

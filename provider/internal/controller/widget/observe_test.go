@@ -273,8 +273,8 @@ func testObserve[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) 
 		},
 		"RateLimited": {
 			reason: "A 429 goes through the session's Check (which throttles) and is returned.",
-			server: rateLimited,
-			before: exhaust,
+			server: apitest.RateLimited,
+			before: apitest.Exhaust,
 			mods:   []mod{defaultName(), withSpec(full)},
 			want:   want{err: cmpopts.AnyError, checked: isRateLimited, ready: noReady, spec: full},
 		},

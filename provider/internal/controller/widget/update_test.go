@@ -174,7 +174,7 @@ func testUpdate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 		},
 		"RateLimited": {
 			reason:  "A 429 goes through Check (which throttles) and is returned; the widget is not touched.",
-			server:  func(o *server.Options) { rateLimited(o); o.ProvisionDelay = time.Hour },
+			server:  func(o *server.Options) { apitest.RateLimited(o); o.ProvisionDelay = time.Hour },
 			seed:    withSeed(fullSeed(ownerPlaceholder), func(s *seed) { s.state = widgetapi.StateProvisioning }),
 			mods:    []mod{defaultName(), withSpec(large)},
 			exhaust: true,
@@ -224,7 +224,7 @@ func testUpdate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 				t.Fatal(err)
 			}
 			if tc.exhaust {
-				exhaust(t, api)
+				apitest.Exhaust(t, api)
 			}
 
 			got, err := e.Update(t.Context(), mg)

@@ -139,7 +139,7 @@ func testCreate[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() T
 				}
 			}
 			if tc.exhaust {
-				exhaust(t, api)
+				apitest.Exhaust(t, api)
 			}
 			rec := &fakes.Recorder{}
 			// Observe found w within reach (the reconciler always observes

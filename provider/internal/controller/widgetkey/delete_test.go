@@ -55,7 +55,7 @@ func testDelete[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() T
 		},
 		"RateLimited": {
 			reason:  "A 429 goes through Check and is returned.",
-			server:  rateLimited,
+			server:  apitest.RateLimited,
 			seedKey: true,
 			mods:    []mod{defaultName(), forWidget(widgetName)},
 			exhaust: true,
@@ -85,7 +85,7 @@ func testDelete[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() T
 				seedKey(t, seedAPI, keyName, "", names.Markers(mg))
 			}
 			if tc.exhaust {
-				exhaust(t, api)
+				apitest.Exhaust(t, api)
 				calls.Store(0)
 			}
 			e := &external[T]{api: api, record: event.NewNopRecorder()}

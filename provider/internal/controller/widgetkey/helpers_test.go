@@ -21,6 +21,7 @@ import (
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
 	"github.com/widgetco/crossplane-widget/widgetapi"
+	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
 
@@ -170,28 +171,11 @@ func apiError(t *testing.T, reason string, err error, want func(error) bool) {
 
 func isRateLimited(err error) bool { _, ok := widgetapi.IsRateLimited(err); return ok }
 
-func rateLimited(o *server.Options) { o.RateLimit = 0.001; o.RateBurst = 20 }
-
 // rateLimitedSlowProvisioning also keeps widgets Provisioning, so seeding
 // them costs a fixed number of calls.
 func rateLimitedSlowProvisioning(o *server.Options) {
-	rateLimited(o)
+	apitest.RateLimited(o)
 	o.ProvisionDelay = time.Hour
-}
-
-// exhaust uses up the token's rate limit.
-func exhaust(t *testing.T, api *widgetapi.Client) {
-	t.Helper()
-	for range 1000 {
-		_, err := api.ListWidgets(context.Background(), widgetapi.ListWidgetsOptions{})
-		if isRateLimited(err) {
-			return
-		}
-		if err != nil {
-			t.Fatalf("cannot list widgets: %v", err)
-		}
-	}
-	t.Fatal("the Widget API is not rate limiting after 1000 calls")
 }
 
 // ownedWidget returns the labels of a widget that a Widget managed resource

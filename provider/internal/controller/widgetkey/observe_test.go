@@ -198,7 +198,7 @@ func testObserve[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() 
 			widget:       provisioningWidget,
 			key:          ptr.To(""),
 			mods:         []mod{defaultName(), forWidget(widgetName), writesSecret()},
-			beforeGetKey: exhaust,
+			beforeGetKey: apitest.Exhaust,
 			want:         want{err: cmpopts.AnyError, checked: isRateLimited, ready: noReady, keyKept: true},
 		},
 	}
@@ -229,7 +229,7 @@ func testObserve[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() 
 				k = seedKey(t, seedAPI, keyName, *tc.key, names.Markers(mg))
 			}
 			if tc.exhaust {
-				exhaust(t, api)
+				apitest.Exhaust(t, api)
 			}
 			var hooked API = api
 			if tc.beforeGetKey != nil {
