@@ -45,6 +45,7 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/widgetco/crossplane-widget/package/internal/xpkg"
+	"github.com/widgetco/crossplane-widget/test/lib/proc"
 )
 
 // The commit the test packages claim to be built from.
@@ -83,10 +84,12 @@ func TestPackages(t *testing.T) {
 	}
 	tmp := t.TempDir()
 
-	// The command under test, built without -race so that compressing the
-	// images is not slowed down by the race detector.
-	cli := filepath.Join(tmp, "build")
-	goRun(t, root, nil, "go", "build", "-o", cli, "./package/build")
+	// The command under test, built (once per run, without -race, so that
+	// compressing the images is not slowed down by the race detector).
+	cli, err := proc.Build(t.Context(), "github.com/widgetco/crossplane-widget/package/build")
+	if err != nil {
+		t.Fatal(err)
+	}
 	env := []string{
 		"CRANK_BIN=" + crank,
 		"SOURCE_DATE_EPOCH=" + epoch,
