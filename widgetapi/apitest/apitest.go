@@ -39,7 +39,8 @@ type Env struct {
 // An Option adjusts the server options of Start.
 type Option func(*server.Options)
 
-// WithOptions lets a test change any server option.
+// WithOptions lets a test change any server option. A nil fn changes
+// nothing, so a table test can pass its case's optional setting as is.
 func WithOptions(fn func(*server.Options)) Option { return Option(fn) }
 
 // Start runs a reference server with a fresh data directory (or opts'
@@ -54,7 +55,9 @@ func Start(t testing.TB, opts ...Option) *Env {
 		Tokens:  map[string]string{TokenA: ProjectA, TokenB: ProjectB},
 	}
 	for _, fn := range opts {
-		fn(&o)
+		if fn != nil {
+			fn(&o)
+		}
 	}
 	s, err := server.New(o)
 	if err != nil {

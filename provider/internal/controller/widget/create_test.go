@@ -93,10 +93,7 @@ func testCreate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 		t.Run(name, func(t *testing.T) {
 			env := apitest.Start(t, apitest.WithOptions(func(o *server.Options) {
 				o.ProvisionDelay = time.Hour
-				if tc.server != nil {
-					tc.server(o)
-				}
-			}))
+			}), apitest.WithOptions(tc.server))
 			api := env.Client(t, apitest.TokenA)
 			mg := newMG()
 			for _, m := range tc.mods {

@@ -67,10 +67,7 @@ func testDelete[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 		t.Run(name, func(t *testing.T) {
 			env := apitest.Start(t, apitest.WithOptions(func(o *server.Options) {
 				o.DeleteDelay = time.Hour
-				if tc.server != nil {
-					tc.server(o)
-				}
-			}))
+			}), apitest.WithOptions(tc.server))
 			api := env.Client(t, apitest.TokenA)
 			mg := newMG()
 			defaultName()(mg)

@@ -191,10 +191,7 @@ func testUpdate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 			env := apitest.Start(t, apitest.WithOptions(func(o *server.Options) {
 				o.ResizeDelay = time.Hour
 				o.Tokens = map[string]string{apitest.TokenA: apitest.ProjectA, "seed-token": apitest.ProjectA}
-				if tc.server != nil {
-					tc.server(o)
-				}
-			}))
+			}), apitest.WithOptions(tc.server))
 			// The test sets up and inspects the widget with its own token
 			// of the same project, so a rate limit hits only the calls
 			// under test.

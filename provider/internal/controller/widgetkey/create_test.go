@@ -110,11 +110,7 @@ func testCreate[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() T
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			env := apitest.Start(t, apitest.WithOptions(func(o *server.Options) {
-				if tc.server != nil {
-					tc.server(o)
-				}
-			}))
+			env := apitest.Start(t, apitest.WithOptions(tc.server))
 			api := env.Client(t, apitest.TokenA)
 			mg := newMG()
 			for _, m := range tc.mods {

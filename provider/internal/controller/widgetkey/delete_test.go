@@ -67,10 +67,7 @@ func testDelete[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() T
 			env := apitest.Start(t, apitest.WithOptions(func(o *server.Options) {
 				o.Tokens = map[string]string{apitest.TokenA: apitest.ProjectA, "seed-token": apitest.ProjectA}
 				o.ProvisionDelay = time.Hour
-				if tc.server != nil {
-					tc.server(o)
-				}
-			}))
+			}), apitest.WithOptions(tc.server))
 			seedAPI := env.Client(t, "seed-token")
 			var calls atomic.Int32
 			api := env.Client(t, apitest.TokenA, widgetapi.WithObserver(func(string, int, time.Duration) { calls.Add(1) }))

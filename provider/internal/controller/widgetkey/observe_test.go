@@ -206,10 +206,7 @@ func testObserve[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() 
 		t.Run(name, func(t *testing.T) {
 			env := apitest.Start(t, apitest.WithOptions(func(o *server.Options) {
 				o.Tokens = map[string]string{apitest.TokenA: apitest.ProjectA, "seed-token": apitest.ProjectA}
-				if tc.server != nil {
-					tc.server(o)
-				}
-			}))
+			}), apitest.WithOptions(tc.server))
 			seedAPI, api := env.Client(t, "seed-token"), env.Client(t, apitest.TokenA)
 			mg := newMG()
 			for _, m := range tc.mods {
