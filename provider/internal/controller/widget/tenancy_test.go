@@ -105,11 +105,7 @@ func TestTenancy(t *testing.T) {
 			if (err != nil) != tc.want.err {
 				t.Fatalf("%s\nObserve(...): want error %t, got %v", tc.reason, tc.want.err, err)
 			}
-			for _, f := range tc.want.mentions {
-				if !strings.Contains(err.Error(), f) {
-					t.Errorf("%s\nObserve(...): error %q does not mention %q", tc.reason, err, f)
-				}
-			}
+			mentions(t, tc.reason, err, tc.want.mentions, names.Owner(mg))
 			for _, f := range tc.want.hides {
 				if strings.Contains(err.Error(), f) {
 					t.Errorf("%s\nObserve(...): error %q reveals %q", tc.reason, err, f)
