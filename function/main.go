@@ -11,6 +11,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/alecthomas/kong"
 	function "github.com/crossplane/function-sdk-go"
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +33,7 @@ type CLI struct {
 	Insecure           bool   `help:"Serve gRPC without mTLS, for crossplane render and tests. --tls-certs-dir is then ignored."`
 	MaxRecvMessageSize int    `default:"4"                help:"Maximum size of received messages in MB."`
 	MetricsAddress     string `default:":8080"            help:"Address at which to serve Prometheus metrics at /metrics. Empty disables metrics."`
+	HealthProbeAddress string `default:":8081"            help:"Address at which to serve /healthz and /readyz over HTTP for liveness and readiness probes. Empty disables them."`
 
 	Version kong.VersionFlag `help:"Print the version and exit."`
 }
@@ -54,7 +57,12 @@ func (c *CLI) Run() error {
 		return err
 	}
 
-	log.Info("Starting function-widget", "version", version, "address", c.Address, "insecure", c.Insecure, "metrics-address", c.MetricsAddress)
+	if c.HealthProbeAddress != "" && c.Network == "tcp" {
+		if err := serveHealth(c.HealthProbeAddress, c.Address); err != nil {
+			return fmt.Errorf("cannot serve health probes on %s: %w", c.HealthProbeAddress, err)
+		}
+	}
+	log.Info("Starting function-widget", "version", version, "address", c.Address, "insecure", c.Insecure, "metrics-address", c.MetricsAddress, "health-probe-address", c.HealthProbeAddress)
 	return function.Serve(f,
 		function.Listen(c.Network, c.Address),
 		function.MTLSCertificates(c.TLSCertsDir),

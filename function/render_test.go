@@ -144,7 +144,7 @@ func startFunction(t *testing.T) string {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	fn := exec.Command(bin, "--insecure", "--address="+addr, "--metrics-address=", "--debug")
+	fn := exec.Command(bin, "--insecure", "--address="+addr, "--metrics-address=", "--health-probe-address=", "--debug")
 	fn.Stdout, fn.Stderr = &logs, &logs
 	if err := fn.Start(); err != nil {
 		t.Fatalf("cannot start the function: %v", err)

@@ -61,8 +61,11 @@ type cli struct {
 	EnableManagementPolicies bool `default:"true" negatable:"" env:"ENABLE_MANAGEMENT_POLICIES" help:"Honour spec.managementPolicies (e.g. Observe-only import)."`
 	SafeStart                bool `default:"true" negatable:"" help:"Start each managed resource controller only once its CRD exists (Crossplane v2 safe-start: CRDs appear when activated)."`
 
-	LeaderElection          bool   `env:"LEADER_ELECTION" help:"Use leader election so only one replica reconciles."`
-	LeaderElectionNamespace string `env:"POD_NAMESPACE" help:"Namespace of the leader election lease (default: the in-cluster namespace)."`
+	LeaderElection          bool          `env:"LEADER_ELECTION" help:"Use leader election so only one replica reconciles."`
+	LeaderElectionNamespace string        `env:"POD_NAMESPACE" help:"Namespace of the leader election lease (default: the in-cluster namespace)."`
+	LeaseDuration           time.Duration `default:"60s" help:"How long a standby replica waits after the leader's last renewal before it takes over. A killed leader is replaced within this."`
+	RenewDeadline           time.Duration `default:"50s" help:"How long the leader keeps trying to renew its lease before it gives up leading (and exits). Must be less than --lease-duration."`
+	RetryPeriod             time.Duration `default:"2s" help:"How often replicas try to acquire or renew the lease."`
 
 	MetricsBindAddress     string `default:":8080" help:"Address of the Prometheus /metrics endpoint ('0' disables it)."`
 	HealthProbeBindAddress string `default:":8081" help:"Address of /healthz and /readyz ('0' disables them)."`
@@ -106,8 +109,9 @@ func run(c *cli) error {
 		LeaderElectionID:           "crossplane-leader-election-provider-widget",
 		LeaderElectionNamespace:    c.LeaderElectionNamespace,
 		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
-		LeaseDuration:              ptr(60 * time.Second),
-		RenewDeadline:              ptr(50 * time.Second),
+		LeaseDuration:              &c.LeaseDuration,
+		RenewDeadline:              &c.RenewDeadline,
+		RetryPeriod:                &c.RetryPeriod,
 		Metrics:                    metricsserver.Options{BindAddress: c.MetricsBindAddress},
 		HealthProbeBindAddress:     c.HealthProbeBindAddress,
 	})
@@ -200,5 +204,3 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 func retryPolicy(attempts int) widgetapi.RetryPolicy {
 	return widgetapi.RetryPolicy{Attempts: max(attempts, 1), BaseDelay: 100 * time.Millisecond, MaxDelay: 2 * time.Second}
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -30,7 +30,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/widgetco/crossplane-widget/package/internal/image"
+	"github.com/widgetco/crossplane-widget/package/image"
 	"github.com/widgetco/crossplane-widget/package/internal/xpkg"
 )
 

@@ -115,21 +115,6 @@ func cmdline(pid int) []string {
 	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 }
 
-// cmdlineFlag returns the value of --flag=value or --flag value in a
-// process's command line, or "".
-func cmdlineFlag(pid int, flag string) string {
-	args := cmdline(pid)
-	for i, a := range args {
-		if v, ok := strings.CutPrefix(a, flag+"="); ok {
-			return v
-		}
-		if a == flag && i+1 < len(args) {
-			return args[i+1]
-		}
-	}
-	return ""
-}
-
 // TestProcParsers checks the /proc parsing the e2e section relies on (it
 // runs without WIDGET_BENCH).
 func TestProcParsers(t *testing.T) {
@@ -142,8 +127,5 @@ func TestProcParsers(t *testing.T) {
 	}
 	if got := cpuTime(os.Getpid()); got < 0 {
 		t.Errorf("cpuTime(self) = %s", got)
-	}
-	if got := cmdlineFlag(os.Getpid(), "--no-such-flag"); got != "" {
-		t.Errorf("cmdlineFlag = %q, want empty", got)
 	}
 }

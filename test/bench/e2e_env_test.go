@@ -33,7 +33,8 @@ type e2eEnv struct {
 	dir     string
 	root    string
 	kcm     bool
-	fnAddr  string // function-widget's metrics address
+	fnURL   string // function-widget's metrics URL
+	provURL string // provider-widget's leader's metrics URL
 	provBin string
 	setup   time.Duration
 }
@@ -45,14 +46,13 @@ func startE2E(t *testing.T, b *bench) *e2eEnv {
 	if err != nil {
 		t.Fatalf("the e2e section needs the tools (eval \"$(bash hack/tools.sh env)\"): %v", err)
 	}
-	// The binaries of the working tree, as the packages' runtimes.
-	bins := platform.Binaries{
-		Provider: b.build(t, "provider-widget", "./provider"),
-		Function: b.build(t, "function-widget", "./function"),
-	}
+	// The packages `make build` wrote (make bench builds them): Crossplane
+	// runs their runtime images. The provider binary of the working tree only
+	// answers --help for the report.
+	provBin := b.build(t, "provider-widget", "./provider")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	pkgs, err := platform.FindPackages(ctx, b.root, tools.Crank, filepath.Join(b.dir, "packages"))
+	pkgs, err := platform.FindPackages(b.root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func startE2E(t *testing.T, b *bench) *e2eEnv {
 	if err != nil {
 		t.Fatalf("cannot start the local control plane: %v", err)
 	}
-	env := &e2eEnv{h: h, pkgs: pkgs, dir: dir, root: b.root, provBin: bins.Provider, kcm: tools.KubeControllerManager != ""}
+	env := &e2eEnv{h: h, pkgs: pkgs, dir: dir, root: b.root, provBin: provBin, kcm: tools.KubeControllerManager != ""}
 	ok := false
 	defer func() {
 		if !ok {
@@ -82,7 +82,7 @@ func startE2E(t *testing.T, b *bench) *e2eEnv {
 		}
 	}()
 	env.p, err = platform.Install(ctx, h, platform.Options{
-		Root: b.root, Binaries: bins, Packages: pkgs, Token: e2eToken, Log: log,
+		Root: b.root, Packages: pkgs, Token: e2eToken, Log: log,
 		ProviderArgs: envArgs("WIDGET_BENCH_E2E_PROVIDER_ARGS"),
 	})
 	if err != nil {
@@ -98,7 +98,12 @@ func startE2E(t *testing.T, b *bench) *e2eEnv {
 	if env.kube, err = client.NewWithWatch(env.cfg, client.Options{Scheme: s}); err != nil {
 		t.Fatal(err)
 	}
-	env.fnAddr = cmdlineFlag(env.p.Function.PID(), "--metrics-address")
+	if env.fnURL, err = env.p.FunctionMetricsURL(); err != nil {
+		t.Fatal(err)
+	}
+	if env.provURL, err = env.p.ProviderMetricsURL(ctx); err != nil {
+		t.Fatal(err)
+	}
 	env.setup = time.Since(begin)
 	ok = true
 	return env
@@ -124,8 +129,8 @@ func (e *e2eEnv) processes(t *testing.T) []procCPU {
 	t.Helper()
 	ps := []procCPU{
 		{procCore, e.h.Core().PID()},
-		{procFunction, e.p.Function.PID()},
-		{procProvider, e.p.Provider.PID()},
+		{procFunction, firstPID(e.p.Function.Pods())},
+		{procProvider, e.leaderPID(t)},
 	}
 	port := ""
 	if u, err := url.Parse(e.cfg.Host); err == nil {
@@ -168,12 +173,8 @@ func (e *e2eEnv) scrapeAll(t *testing.T) (core, fn, prov, apisrv map[string]floa
 	}
 	plain := &http.Client{Timeout: 10 * time.Second}
 	core = get(plain, e.h.CoreMetricsURL())
-	if e.fnAddr != "" {
-		fn = get(plain, "http://"+e.fnAddr+"/metrics")
-	} else {
-		fn = map[string]float64{}
-	}
-	prov = get(plain, e.p.ProviderMetricsURL)
+	fn = get(plain, e.fnURL)
+	prov = get(plain, e.provURL)
 	if hc, err := rest.HTTPClientFor(e.cfg); err == nil {
 		hc.Timeout = 30 * time.Second
 		apisrv = get(hc, strings.TrimSuffix(e.cfg.Host, "/")+"/metrics")
@@ -181,4 +182,24 @@ func (e *e2eEnv) scrapeAll(t *testing.T) (core, fn, prov, apisrv map[string]floa
 		apisrv = map[string]float64{}
 	}
 	return core, fn, prov, apisrv
+}
+
+// firstPID is the container PID of the first pod.
+func firstPID(pods []*harness.Pod) int {
+	if len(pods) == 0 {
+		return 0
+	}
+	return pods[0].PID()
+}
+
+// leaderPID is the container PID of provider-widget's leader, the replica
+// that reconciles.
+func (e *e2eEnv) leaderPID(t *testing.T) int {
+	t.Helper()
+	p, err := e.p.Leader(t.Context())
+	if err != nil {
+		t.Logf("e2e: %v", err)
+		return 0
+	}
+	return p.PID()
 }

@@ -215,7 +215,7 @@ func (r *e2eRun) writeWork(w func(string, ...any), e *e2eEnv) {
 	w("| what | per claim | source |\n| --- | ---: | --- |\n")
 	rf := r.core.sum("function_run_function_request_total")
 	w("| RunFunction calls (core) | %.1f | core `function_run_function_request_total` |\n", perClaim(rf))
-	if h := r.fn.sum("grpc_server_handled_total", `grpc_method="RunFunction"`); h > 0 || e.fnAddr != "" {
+	if h := r.fn.sum("grpc_server_handled_total", `grpc_method="RunFunction"`); h > 0 || e.fnURL != "" {
 		w("| RunFunction calls (function) | %.1f | function-widget `grpc_server_handled_total{grpc_method=\"RunFunction\"}` |\n", perClaim(h))
 		for _, o := range sortedKeysDesc(r.fn.by("function_widget_compositions_total", "outcome")) {
 			w("| &nbsp; of which %s | %.1f | function-widget `function_widget_compositions_total` |\n", o.k, perClaim(o.v))
@@ -321,9 +321,6 @@ func rssMB(kb int) string {
 }
 
 func pkgNames(p platform.Packages) string {
-	if p.Built {
-		return "minimal packages built from package/ with crank"
-	}
 	return "`_output/xpkg/" + filepath.Base(p.Provider) + "` and `" + filepath.Base(p.Function) + "`"
 }
 

@@ -32,7 +32,7 @@ func functionSection(t *testing.T, b *bench) string {
 	if fptBin == "" || farBin == "" {
 		t.Fatal("FUNCTION_PATCH_AND_TRANSFORM_BIN or FUNCTION_AUTO_READY_BIN is unset: run `bash hack/tools.sh all` and eval \"$(bash hack/tools.sh env)\"")
 	}
-	ours := startFunction(t, "function-widget", fnBin, "--metrics-address=")
+	ours := startFunction(t, "function-widget", fnBin, "--metrics-address=", "--health-probe-address=")
 	fpt := startFunction(t, "function-patch-and-transform", fptBin)
 	far := startFunction(t, "function-auto-ready", farBin)
 	calls := envInt("WIDGET_BENCH_CALLS", 1000)

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,10 +65,6 @@ func run(c *cli) error { // A linear sequence of steps.
 	if err != nil {
 		return err
 	}
-	bins, err := platform.FindBinaries(root)
-	if err != nil {
-		return errors.Wrap(err, "cannot find the binaries to run")
-	}
 	dir := c.Dir
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(root, dir)
@@ -82,12 +77,9 @@ func run(c *cli) error { // A linear sequence of steps.
 	// (read when writing diagnostics) are noise here.
 	rest.SetDefaultWarningHandler(rest.NoWarnings{})
 
-	pkgs, err := platform.FindPackages(context.Background(), root, tools.Crank, filepath.Join(dir, "packages"))
+	pkgs, err := platform.FindPackages(root)
 	if err != nil {
-		return errors.Wrap(err, "cannot find or build the packages (make demo builds them)")
-	}
-	if pkgs.Built {
-		say("Using minimal packages built from package/ (_output/xpkg has no %s packages).", runtime.GOARCH)
+		return errors.Wrap(err, "cannot find the packages (make demo builds them)")
 	}
 
 	say("Starting a local control plane in %s ...", rel(root, dir))
@@ -132,7 +124,7 @@ func run(c *cli) error { // A linear sequence of steps.
 
 	say("Installing function-widget and provider-widget through Crossplane's package manager ...")
 	if _, err := platform.Install(ctx, h, platform.Options{
-		Root: root, Binaries: bins, Packages: pkgs, Token: demoToken, ProviderArgs: provArgs, Log: log,
+		Root: root, Packages: pkgs, Token: demoToken, ProviderArgs: provArgs, Log: log,
 	}); err != nil {
 		return interrupted(err)
 	}

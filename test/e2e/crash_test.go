@@ -107,8 +107,9 @@ func TestFunctionCrash(t *testing.T) {
 	s.waitReady(xr)
 	name := status(xr, "externalName")
 
-	if err := fn.Kill(); err != nil {
-		t.Fatalf("cannot kill the function: %v", err)
+	// Stop, not Kill: the node would restart a killed container at once.
+	if err := fn.Stop(); err != nil {
+		t.Fatalf("cannot stop the function: %v", err)
 	}
 	s.eventually("Function reported unhealthy", func() error { return functionHealthy(s, corev1.ConditionFalse) })
 	// Crossplane calls functions with gRPC's wait-for-ready: the reconcile

@@ -35,8 +35,8 @@ func TestDiagnostics(t *testing.T) {
 		"resources/providers.pkg.crossplane.io.yaml",
 		"resources/functions.pkg.crossplane.io.yaml",
 		"resources/managedresourcedefinitions.apiextensions.crossplane.io.yaml",
-		"logs/crossplane.log", "logs/provider-widget.log", "logs/function-widget.log",
-		"logs/widget-api.log", "logs/kube-apiserver.log",
+		"logs/crossplane.log", "logs/crossplane-rbac-manager.log",
+		"logs/widget-api.log", "logs/kube-apiserver.log", "pods.txt",
 	} {
 		fi, err := os.Stat(filepath.Join(dir, f))
 		if err != nil {
@@ -51,6 +51,7 @@ func TestDiagnostics(t *testing.T) {
 		"summary.txt": "XWidget",
 		"resources/xwidgets.platform.widgetco.io.yaml": "name: " + xr.GetName(),
 		"events.txt": s.ns,
+		"pods.txt":   "provider-widget",
 	} {
 		if b, _ := os.ReadFile(filepath.Join(dir, f)); !strings.Contains(string(b), want) {
 			t.Errorf("diagnostics' %s does not mention %q", f, want)
@@ -58,6 +59,11 @@ func TestDiagnostics(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "errors.txt")); err == nil {
 		t.Errorf("diagnostics reported errors:\n%s", b)
+	}
+	for _, pkg := range []string{"provider-widget", "function-widget"} {
+		if m, _ := filepath.Glob(filepath.Join(dir, "logs", "pod-"+pkg+"-*.log")); len(m) == 0 {
+			t.Errorf("diagnostics lack the logs of %s's pods (logs/pod-%s-*.log)", pkg, pkg)
+		}
 	}
 
 	secret := s.connectionSecret(s.ns, status(xr, "connectionSecretName"), 1)

@@ -108,10 +108,6 @@ func run(m *testing.M) int {
 	if suite.root, err = platform.FindRoot(); err != nil {
 		return fail(err)
 	}
-	bins, err := platform.FindBinaries(suite.root)
-	if err != nil {
-		return fail(err)
-	}
 
 	runs := filepath.Join(suite.root, "_output", "e2e")
 	if err := os.MkdirAll(runs, 0o750); err != nil {
@@ -125,11 +121,11 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 
-	pkgs, err := platform.FindPackages(ctx, suite.root, tools.Crank, filepath.Join(dir, "packages"))
+	pkgs, err := platform.FindPackages(suite.root)
 	if err != nil {
 		return fail(err)
 	}
-	log.Info("Packages", "provider", pkgs.Provider, "function", pkgs.Function, "built-from-package-dir", pkgs.Built)
+	log.Info("Packages", "provider", pkgs.Provider, "function", pkgs.Function)
 
 	tStart := time.Now()
 	// The harness lives until Stop, not just for the set-up's context. On
@@ -177,11 +173,12 @@ func run(m *testing.M) int {
 
 	tInstall := time.Now()
 	suite.p, err = platform.Install(ctx, suite.h, platform.Options{
-		Root:         suite.root,
-		Binaries:     bins,
-		Packages:     pkgs,
-		Token:        apiToken,
-		ProviderArgs: []string{"--debug"},
+		Root:     suite.root,
+		Packages: pkgs,
+		Token:    apiToken,
+		// A lease of 15s rather than 60s: scenarios that kill the provider
+		// wait for a standby to take over.
+		ProviderArgs: []string{"--debug", "--lease-duration=15s", "--renew-deadline=10s"},
 		FunctionArgs: []string{"--debug"},
 		Log:          log,
 	})
@@ -218,9 +215,33 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		code = 1
 	}
+	// The packages ran with exactly the permissions Crossplane gives them:
+	// a request RBAC refused is a rule missing in a user's cluster.
+	if err := checkForbidden(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", withDiagnostics(err))
+		code = 1
+	}
 	passed = code == 0
 	report(startTook, installTook, time.Since(tScenarios), time.Since(begin))
 	return code
+}
+
+// checkForbidden fails when kube-apiserver refused any request of a
+// package's ServiceAccount during the suite.
+func checkForbidden() error {
+	fb, err := suite.h.Forbidden()
+	if err != nil {
+		return err
+	}
+	if len(fb) == 0 {
+		fmt.Println("E2E RBAC: no request of a package's ServiceAccount was forbidden")
+		return nil
+	}
+	lines := make([]string, 0, len(fb))
+	for _, f := range fb {
+		lines = append(lines, f.String())
+	}
+	return errors.Errorf("RBAC refused %d kinds of request of the packages' ServiceAccounts (does the package ask for what it needs?):\n  %s", len(fb), strings.Join(lines, "\n  "))
 }
 
 // fail reports an error that stops the suite before any scenario runs.

@@ -3,6 +3,8 @@ package harness
 import (
 	"bytes"
 	"context"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,9 +81,14 @@ func (h *Harness) startCrossplane(ctx context.Context) error {
 	if h.coreHealthPort, err = proc.FreePort(); err != nil {
 		return err
 	}
+	// Core resolves the DNS names of functions' Services (dns:///<fn>.<ns>:9443)
+	// through the node's hosts file, bind-mounted over /etc/hosts in a mount
+	// namespace of core's own.
 	args := []string{
-		"core", "start",
-		"--package-runtime=External",
+		"--mount", "--propagation", "private", "--",
+		"sh", "-c", `mount --bind "$0" /etc/hosts && exec "$@"`, h.node.hosts,
+		h.tools.Crossplane, "core", "start",
+		"--package-runtime=Deployment",
 		"--webhook-enabled=false",
 		"--xpkg-cache-dir=" + filepath.Join(h.dir, "cache", "xpkg"),
 		"--xfn-cache-dir=" + filepath.Join(h.dir, "cache", "xfn"),
@@ -94,7 +101,7 @@ func (h *Harness) startCrossplane(ctx context.Context) error {
 	}
 	args = append(args, h.opts.CoreArgs...)
 	h.core = h.newProcess("crossplane", Command{
-		Path: h.tools.Crossplane,
+		Path: "unshare",
 		Args: args,
 		Env:  []string{"TLS_CLIENT_SECRET_NAME=" + ClientTLSSecret, "LEADER_ELECTION=false"},
 	})
@@ -105,6 +112,56 @@ func (h *Harness) startCrossplane(ctx context.Context) error {
 		return err
 	}
 	h.log.Info("crossplane core ready", "duration", since(t), "metrics", h.CoreMetricsURL())
+	return nil
+}
+
+// startRBACManager runs Crossplane's RBAC manager (`crossplane rbac start`):
+// it renders a ClusterRole for each provider revision and binds it to the
+// ServiceAccount of the revision's Deployment, which is all the provider's
+// pods may do. It runs in a network namespace of its own, as in its pod:
+// its metrics server binds :8080 on every interface and has no flag to move
+// it. The kube-apiserver is forwarded into that namespace.
+func (h *Harness) startRBACManager(ctx context.Context) error {
+	t := time.Now()
+	n, err := newPodNet("crossplane-rbac-manager")
+	if err != nil {
+		return err
+	}
+	u, err := url.Parse(h.cfg.Host)
+	if err != nil {
+		return errors.Wrap(err, "cannot parse the kube-apiserver's URL")
+	}
+	l, err := n.listen(u.Host)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.forwards = append(h.forwards, l)
+	h.mu.Unlock()
+	go forward(l, func(ctx context.Context) (net.Conn, error) {
+		return (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", u.Host)
+	})
+	args := []string{"rbac", "start"}
+	if h.opts.Debug {
+		args = append(args, "--debug")
+	}
+	h.rbac = h.newProcess("crossplane-rbac-manager", Command{
+		Path:    h.tools.Crossplane,
+		Args:    args,
+		Env:     []string{"LEADER_ELECTION=false"},
+		StartIn: func(start func() error) error { return n.do(start) },
+	})
+	if err := h.rbac.Start(); err != nil {
+		return err
+	}
+	select {
+	case <-h.rbac.Exited():
+		return errors.Errorf("cannot start Crossplane's RBAC manager: it exited (%v): %s", h.rbac.Err(), tailFile(h.rbac.LogPath(), 5))
+	case <-time.After(time.Second):
+	case <-ctx.Done():
+		return errors.Wrap(ctx.Err(), "cannot start Crossplane's RBAC manager")
+	}
+	h.log.Info("Crossplane RBAC manager running", "duration", since(t))
 	return nil
 }
 

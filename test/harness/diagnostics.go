@@ -33,6 +33,9 @@ import (
 //     provider configs - discovered from the CRDs, without managedFields;
 //   - events.txt: every event, oldest first;
 //   - secrets.txt: Secret names, types and keys (never values);
+//   - pods.txt: the pods the node runs for each Deployment, their state;
+//   - forbidden.txt: requests of the package runtimes that RBAC refused
+//     (from kube-apiserver's audit log), when there are any;
 //   - logs/: each process's log (Crossplane core, runtimes, registry...).
 //
 // It is best effort: what it cannot read is listed in errors.txt and the
@@ -50,6 +53,18 @@ func (h *Harness) DumpDiagnostics(ctx context.Context, dir string) (string, erro
 		d.resources(ctx, h)
 		d.events(ctx, h)
 		d.secrets(ctx, h)
+	}
+	if h.node != nil {
+		d.write("pods.txt", []byte(h.node.describe()))
+	}
+	if fb, err := h.Forbidden(); err != nil {
+		d.errorf("%v", err)
+	} else if len(fb) > 0 {
+		var b strings.Builder
+		for _, f := range fb {
+			b.WriteString(f.String() + "\n")
+		}
+		d.write("forbidden.txt", []byte(b.String()))
 	}
 	d.logs(filepath.Join(h.dir, "logs"))
 	if len(d.errs) > 0 {

@@ -34,10 +34,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -135,7 +137,11 @@ type Harness struct {
 	coreHealthPort  int
 	logFiles        []*os.File
 
-	rt *runtimePlayer
+	node *node
+	rbac *Process
+
+	mu       sync.Mutex
+	forwards []net.Listener
 
 	stopOnce sync.Once
 	stopErr  error
@@ -219,7 +225,7 @@ func Start(ctx context.Context, o Options) (*Harness, error) { // A linear seque
 		_ = h.Stop()
 		return nil, err
 	}
-	h.rt.start(lifeCtx)
+	h.node.start(lifeCtx)
 	go func() {
 		<-lifeCtx.Done()
 		_ = h.Stop()
@@ -251,11 +257,13 @@ func (h *Harness) start(ctx context.Context) error {
 		h.widgets = w
 		h.log.Info("Widget API ready", "url", w.URL, "data-dir", w.DataDir)
 	}
+	if err := h.startNode(); err != nil {
+		return err
+	}
 	if err := h.startCrossplane(ctx); err != nil {
 		return err
 	}
-	h.rt = newRuntimePlayer(h)
-	return nil
+	return h.startRBACManager(ctx)
 }
 
 // startControlPlane starts etcd and kube-apiserver and writes the admin
@@ -271,6 +279,10 @@ func (h *Harness) startControlPlane(_ context.Context) error {
 		return err
 	}
 	h.kubeconfig = filepath.Join(h.dir, "kubeconfig")
+	policy := filepath.Join(h.dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		return errors.Wrap(err, "cannot write kube-apiserver's audit policy")
+	}
 	env, err := kube.Start(kube.Options{
 		Assets:       h.tools.KubebuilderAssets,
 		EtcdDataDir:  filepath.Join(h.dir, "etcd"),
@@ -280,6 +292,9 @@ func (h *Harness) startControlPlane(_ context.Context) error {
 		Scheme:       scheme(),
 		QPS:          50,
 		Burst:        100,
+		AuditPolicy:  policy,
+		AuditLog:     h.auditLog(),
+		CertDir:      filepath.Join(h.dir, "kube-apiserver"),
 	})
 	if err != nil {
 		return err
@@ -333,6 +348,36 @@ func (h *Harness) startControllerManager(ctx context.Context) error {
 	return nil
 }
 
+// startNode creates the node that runs the pods of Crossplane's Deployment
+// runtime (see node), and the hosts file it keeps for core.
+func (h *Harness) startNode() error {
+	u, err := url.Parse(h.cfg.Host)
+	if err != nil {
+		return errors.Wrap(err, "cannot parse the kube-apiserver's URL")
+	}
+	var hostPorts []string
+	if h.widgets != nil {
+		w, err := url.Parse(h.widgets.URL)
+		if err != nil {
+			return errors.Wrap(err, "cannot parse the Widget API's URL")
+		}
+		hostPorts = append(hostPorts, w.Host)
+	}
+	e := &podEnv{
+		kube:      h.kube,
+		namespace: h.opts.Namespace,
+		apiHost:   u.Hostname(),
+		apiPort:   u.Port(),
+		apiCA:     h.cfg.CAData,
+		hostPorts: hostPorts,
+		images:    newImages(filepath.Join(h.dir, "images"), h.registry.host),
+		dir:       h.dir,
+		log:       h.log.With("component", "node"),
+	}
+	h.node, err = newNode(e, filepath.Join(h.dir, "hosts"))
+	return err
+}
+
 // newProcess returns a Process logging to logs/<name>.log with the harness's
 // environment: KUBECONFIG and POD_NAMESPACE point at this control plane.
 func (h *Harness) newProcess(name string, c Command) *Process {
@@ -362,10 +407,15 @@ func (h *Harness) Stop() error {
 		// before etcd and kube-apiserver are stopped.
 		defer h.cancel()
 		var errs []error
-		if h.rt != nil {
-			errs = append(errs, h.rt.stop())
+		if h.node != nil {
+			errs = append(errs, h.node.stop())
 		}
-		for _, p := range []*Process{h.core, h.kcm} {
+		h.mu.Lock()
+		for _, l := range h.forwards {
+			_ = l.Close()
+		}
+		h.mu.Unlock()
+		for _, p := range []*Process{h.core, h.rbac, h.kcm} {
 			if p != nil {
 				errs = append(errs, p.Stop())
 			}
@@ -461,4 +511,52 @@ func waitHTTP(ctx context.Context, url string) error {
 		_ = rsp.Body.Close()
 		return rsp.StatusCode == http.StatusOK, nil
 	})
+}
+
+// StopAPIServer stops kube-apiserver (etcd keeps running), as a control
+// plane upgrade or crash would: every client of the control plane - core,
+// the RBAC manager, the packages' pods, the node - loses it until
+// StartAPIServer.
+// kube-apiserver gets envtest's stop timeout (20s) to drain after SIGTERM;
+// then envtest kills it, which is a fine way for an API server to go too.
+func (h *Harness) StopAPIServer() error {
+	t := time.Now()
+	h.log.Info("Stopping kube-apiserver")
+	if err := h.env.StopAPIServer(); err != nil {
+		if !strings.Contains(err.Error(), "timeout waiting") {
+			return errors.Wrap(err, "cannot stop kube-apiserver")
+		}
+		h.log.Info("kube-apiserver did not stop in time after SIGTERM and was killed")
+	}
+	u, err := url.Parse(h.cfg.Host)
+	if err != nil {
+		return errors.Wrap(err, "cannot parse the kube-apiserver's URL")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = wait.Poll(ctx, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
+		c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", u.Host)
+		if err != nil {
+			return true, nil
+		}
+		_ = c.Close()
+		return false, nil
+	})
+	if err != nil {
+		return errors.Wrap(err, "kube-apiserver still accepts connections")
+	}
+	h.log.Info("kube-apiserver stopped", "duration", since(t))
+	return nil
+}
+
+// StartAPIServer starts kube-apiserver again on the same address, with the
+// same certificates and ServiceAccount signing keys, and returns once it
+// serves.
+func (h *Harness) StartAPIServer() error {
+	t := time.Now()
+	if err := h.env.StartAPIServer(); err != nil {
+		return errors.Wrap(err, "cannot start kube-apiserver again")
+	}
+	h.log.Info("kube-apiserver serves again", "duration", since(t))
+	return nil
 }

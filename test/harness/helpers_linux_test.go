@@ -71,7 +71,7 @@ func keptDir(t *testing.T) string {
 }
 
 // buildFunctionAutoReady builds a Function package for function-auto-ready
-// (no runtime image: the harness is its runtime).
+// with its runtime image.
 func buildFunctionAutoReady(ctx context.Context, t *testing.T, tools Tools, dir string) string {
 	t.Helper()
 	root := filepath.Join(dir, "pkg-function-auto-ready")
@@ -84,7 +84,7 @@ spec:
     version: ">=v2.0.0"
 `})
 	out := filepath.Join(dir, "function-auto-ready.xpkg")
-	if err := BuildPackage(ctx, tools.Crank, PackageBuild{Root: root, Out: out}); err != nil {
+	if err := BuildPackage(ctx, tools.Crank, PackageBuild{Root: root, Out: out, RuntimeBinary: os.Getenv("FUNCTION_AUTO_READY_BIN")}); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -214,4 +214,61 @@ func okResponses(ctx context.Context, url, fn string) (float64, string, error) {
 		}
 	}
 	return n, target, s.Err()
+}
+
+// checkPodProcess checks a pod's container process runs as Crossplane's
+// Deployment runtime runs it: uid and gid 2000 (runAsUser, runAsGroup), no
+// supplementary groups, chrooted into its own root, with the environment
+// want names and no KUBECONFIG (it finds the API server in-cluster).
+func checkPodProcess(t *testing.T, p *Pod, want map[string]string) {
+	t.Helper()
+	pid := p.PID()
+	if pid == 0 {
+		t.Fatalf("pod %s has no running container", p.Name())
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "Uid:", "Gid:":
+			for _, id := range f[1:] {
+				if id != "2000" {
+					t.Errorf("pod %s: %s, want 2000 throughout", p.Name(), line)
+					break
+				}
+			}
+		case "Groups:":
+			t.Errorf("pod %s: %s, want none", p.Name(), line)
+		}
+	}
+	root, err := os.Readlink(fmt.Sprintf("/proc/%d/root", pid))
+	if err != nil || root == "/" {
+		t.Errorf("pod %s's root is %q (%v), want a directory of its own", p.Name(), root, err)
+	}
+	envb, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, kv := range strings.Split(string(envb), "\x00") {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("pod %s: %s=%q, want %q", p.Name(), k, env[k], v)
+		}
+	}
+	if v, ok := env["KUBECONFIG"]; ok {
+		t.Errorf("pod %s has KUBECONFIG=%q; a pod finds the API server in-cluster", p.Name(), v)
+	}
+	if env["KUBERNETES_SERVICE_HOST"] == "" {
+		t.Errorf("pod %s has no KUBERNETES_SERVICE_HOST", p.Name())
+	}
 }

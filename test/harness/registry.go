@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	pkgimage "github.com/widgetco/crossplane-widget/package/image"
 )
 
 // loopbackRegistry is go-containerregistry's in-memory OCI registry served
@@ -110,9 +113,15 @@ type PackageBuild struct {
 	// ExamplesRoot is the directory of examples to include (default: none).
 	ExamplesRoot string
 	// EmbedRuntimeImageTarball optionally names an OCI image tarball to
-	// embed as the package's runtime. The External runtime never runs it,
-	// so packages built for the harness can leave it out.
+	// embed as the package's runtime.
 	EmbedRuntimeImageTarball string
+	// RuntimeBinary, instead of EmbedRuntimeImageTarball, is a static Linux
+	// binary for this machine's architecture: BuildPackage builds a runtime
+	// image of it (package/image: entrypoint /usr/local/bin/<name>, user
+	// 65532) and embeds that. Crossplane's Deployment runtime runs the
+	// package's image, so a Function or Provider package needs one of the
+	// two.
+	RuntimeBinary string
 }
 
 // BuildPackage runs `crank xpkg build` (the Crossplane CLI) for b.
@@ -134,6 +143,14 @@ func BuildPackage(ctx context.Context, crank string, b PackageBuild) error {
 		return errors.Wrap(err, "cannot create package output directory")
 	}
 	args := []string{"xpkg", "build", "--package-root=" + b.Root, "--package-file=" + b.Out, "--examples-root=" + examples}
+	if b.RuntimeBinary != "" {
+		tb, err := runtimeImageTarball(b.RuntimeBinary, b.Out+".image.tar")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(tb) //nolint:errcheck // Best-effort cleanup.
+		b.EmbedRuntimeImageTarball = tb
+	}
 	if b.EmbedRuntimeImageTarball != "" {
 		args = append(args, "--embed-runtime-image-tarball="+b.EmbedRuntimeImageTarball)
 	}
@@ -142,4 +159,23 @@ func BuildPackage(ctx context.Context, crank string, b PackageBuild) error {
 		return errors.Wrapf(err, "cannot build package from %s: %s", b.Root, tail(out, 5))
 	}
 	return nil
+}
+
+// runtimeImageTarball builds the runtime image of a binary and writes it as
+// a tarball to file.
+func runtimeImageTarball(bin, file string) (string, error) {
+	img, err := pkgimage.Build(pkgimage.Config{
+		Binary:     bin,
+		Entrypoint: "/usr/local/bin/" + filepath.Base(bin),
+		Arch:       runtime.GOARCH,
+		Created:    time.Unix(0, 0),
+	})
+	if err != nil {
+		return "", errors.Wrapf(err, "cannot build a runtime image of %s", bin)
+	}
+	tag, err := name.NewTag("runtime.local/" + strings.ToLower(filepath.Base(bin)) + ":latest")
+	if err != nil {
+		return "", errors.Wrap(err, "cannot tag the runtime image")
+	}
+	return file, pkgimage.WriteTarball(img, tag, file)
 }

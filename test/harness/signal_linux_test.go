@@ -117,7 +117,7 @@ func TestHelperSignalHarness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.InstallFunction(ctx, "function-auto-ready", ref, Command{Path: os.Getenv("FUNCTION_AUTO_READY_BIN")}); err != nil {
+	if _, err := h.InstallFunction(ctx, "function-auto-ready", ref, InstallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(map[string]string{"kubeconfig": h.Kubeconfig(), "registry": h.RegistryHost()})

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+
 	xpextv1alpha1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1alpha1"
 	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
 )
@@ -44,25 +46,33 @@ func (s *story) widgetAPIServes(t *testing.T) {
 }
 
 // functionBecomesHealthy installs function-auto-ready from the loopback
-// registry and checks the harness played the package runtime's part.
+// registry and checks its pod runs as Crossplane's Deployment runtime says:
+// the package's image, uid and gid 2000, the runtime's environment, a root
+// of its own.
 func (s *story) functionBecomesHealthy(t *testing.T) {
 	ctx, h, ref := s.ctx, s.h, s.ref
 	tf := time.Now()
-	fn, err := h.InstallFunction(ctx, "function-auto-ready", ref, Command{
-		Path: os.Getenv("FUNCTION_AUTO_READY_BIN"),
-		Args: []string{"--debug"},
-	})
+	fn, err := h.InstallFunction(ctx, "function-auto-ready", ref, InstallOptions{})
 	if err != nil {
 		t.Fatalf("InstallFunction(...): %v", err)
 	}
 	s.fn, s.fnDur = fn, time.Since(tf)
 	rev := activeFunctionRevision(ctx, t, h, "function-auto-ready")
-	if !strings.HasPrefix(rev.Status.Endpoint, "dns:///127.0.0.1:") {
-		t.Errorf("FunctionRevision %s status.endpoint = %q, want dns:///127.0.0.1:PORT", rev.Name, rev.Status.Endpoint)
+	if want := "dns:///function-auto-ready.crossplane-system:9443"; rev.Status.Endpoint != want {
+		t.Errorf("FunctionRevision %s status.endpoint = %q, want %q (the Deployment runtime's Service)", rev.Name, rev.Status.Endpoint, want)
 	}
 	if rev.Spec.Package != ref {
 		t.Errorf("FunctionRevision %s spec.package = %q, want %q", rev.Name, rev.Spec.Package, ref)
 	}
+	pods := fn.Pods()
+	if len(pods) != 1 {
+		t.Fatalf("function-auto-ready has %d pods, want 1", len(pods))
+	}
+	checkPodProcess(t, pods[0], map[string]string{
+		"FUNCTION_NAME":        "function-auto-ready",
+		"TLS_SERVER_CERTS_DIR": "/tls/server",
+		"REVISION_NAME":        rev.Name,
+	})
 }
 
 // coreRunsPipelineOverTLS checks Crossplane core calls the function over
@@ -102,22 +112,40 @@ func (s *story) coreRunsPipelineOverTLS(t *testing.T) {
 		return nil
 	})
 	// ...and the function saw the request.
-	b, err := os.ReadFile(fn.LogPath())
+	pods := fn.Pods()
+	if len(pods) == 0 {
+		t.Fatal("function-auto-ready has no pods")
+	}
+	b, err := os.ReadFile(pods[0].LogPath())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(b), "Running Function") {
-		t.Errorf("function-auto-ready's log %s has no \"Running Function\" line; want its log of the request", fn.LogPath())
+		t.Errorf("function-auto-ready's log %s has no \"Running Function\" line; want its log of the request", pods[0].LogPath())
 	}
 }
 
-// functionCrashIsReportedAndRecovered kills the function and restarts it.
+// functionCrashIsReportedAndRecovered kills the function's container (the
+// node restarts it in the same pod), then keeps its pod down and lets it run
+// again.
 func (s *story) functionCrashIsReportedAndRecovered(t *testing.T) {
 	ctx, h, fn := s.ctx, s.h, s.fn
+	before := fn.Pods()[0]
+	pid := before.PID()
 	if err := fn.Kill(); err != nil {
 		t.Fatalf("Kill(): %v", err)
 	}
-	eventually(ctx, t, "Function unhealthy after its process died", func(ctx context.Context) error {
+	eventually(ctx, t, "the node restarted the killed container", func(context.Context) error {
+		p := fn.Pods()
+		if len(p) != 1 || p[0].Name() != before.Name() || !p[0].Ready() || p[0].PID() == pid {
+			return fmt.Errorf("pods %v, want %s ready again with a new process", p, before.Name())
+		}
+		return nil
+	})
+	if err := fn.Stop(); err != nil {
+		t.Fatalf("Stop(): %v", err)
+	}
+	eventually(ctx, t, "Function unhealthy while it has no pod", func(ctx context.Context) error {
 		f := &pkgv1.Function{}
 		if err := h.Client().Get(ctx, types.NamespacedName{Name: "function-auto-ready"}, f); err != nil {
 			return err
@@ -152,20 +180,47 @@ func (s *story) providerSmoke(t *testing.T) {
 		"crds/providerconfigs.smoke.example.org.yaml": smokeProviderConfigCRD,
 	})
 	out := filepath.Join(dir, "provider-smoke.xpkg")
-	if err := BuildPackage(ctx, tools.Crank, PackageBuild{Root: root, Out: out}); err != nil {
+	// Any binary that stays up does for a provider that reconciles nothing.
+	if err := BuildPackage(ctx, tools.Crank, PackageBuild{Root: root, Out: out, RuntimeBinary: os.Getenv("FUNCTION_AUTO_READY_BIN")}); err != nil {
 		t.Fatal(err)
 	}
 	pref, err := h.PushPackage(ctx, out, "provider-smoke:v0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := h.InstallProvider(ctx, "provider-smoke", pref, Command{Path: "sleep", Args: []string{"3600"}})
+	p, err := h.InstallProvider(ctx, "provider-smoke", pref, InstallOptions{})
 	if err != nil {
 		t.Fatalf("InstallProvider(...): %v", err)
 	}
 	if !p.Running() {
-		t.Errorf("provider process is not running")
+		t.Errorf("provider-smoke has no ready pod")
 	}
+	// The Deployment runtime gives a provider's pod the ServiceAccount the
+	// RBAC manager binds to the revision's ClusterRole.
+	rev := &pkgv1.ProviderRevisionList{}
+	if err := h.Client().List(ctx, rev, client.MatchingLabels{pkgv1.LabelParentPackage: "provider-smoke"}); err != nil || len(rev.Items) != 1 {
+		t.Fatalf("cannot find provider-smoke's revision (%d, %v)", len(rev.Items), err)
+	}
+	eventually(ctx, t, "the RBAC manager bound the provider's ServiceAccount", func(ctx context.Context) error {
+		crb := &rbacv1.ClusterRoleBinding{}
+		name := "crossplane:provider:" + rev.Items[0].Name + ":system"
+		if err := h.Client().Get(ctx, types.NamespacedName{Name: name}, crb); err != nil {
+			return err
+		}
+		for _, sub := range crb.Subjects {
+			if sub.Kind == "ServiceAccount" && sub.Name == rev.Items[0].Name {
+				return nil
+			}
+		}
+		return fmt.Errorf("ClusterRoleBinding %s has subjects %v, want ServiceAccount %s", name, crb.Subjects, rev.Items[0].Name)
+	})
+	checkPodProcess(t, p.Pods()[0], map[string]string{
+		"PROVIDER_NAME":        "provider-smoke",
+		"POD_NAMESPACE":        "crossplane-system",
+		"TLS_SERVER_CERTS_DIR": "/tls/server",
+		"TLS_CLIENT_CERTS_DIR": "/tls/client",
+		"WEBHOOK_TLS_CERT_DIR": "/tls/server",
+	})
 	// Core turned the managed resource CRD into an active MRD, which
 	// made the CRD; the ProviderConfig stayed a plain CRD.
 	mrd := &xpextv1alpha1.ManagedResourceDefinition{}
@@ -240,11 +295,16 @@ func (s *story) dumpDiagnostics(t *testing.T) {
 		"resources/compositions.apiextensions.crossplane.io.yaml",
 		"resources/xprobes.harness.example.org.yaml",
 		"resources/gadgets.smoke.example.org.yaml",
-		"logs/crossplane.log", "logs/function-auto-ready.log", "logs/provider-smoke.log",
+		"logs/crossplane.log", "logs/crossplane-rbac-manager.log",
 		"logs/kube-apiserver.log", "logs/etcd.log", "logs/registry.log",
 	} {
 		if _, err := os.Stat(filepath.Join(d, f)); err != nil {
 			t.Errorf("diagnostics lack %s: %v", f, err)
+		}
+	}
+	for _, pkg := range []string{"function-auto-ready", "provider-smoke"} {
+		if m, _ := filepath.Glob(filepath.Join(d, "logs", "pod-"+pkg+"-*.log")); len(m) == 0 {
+			t.Errorf("diagnostics lack the log of %s's pod (logs/pod-%s-*.log)", pkg, pkg)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(d, "errors.txt")); err == nil {

@@ -57,6 +57,16 @@ type logWriter struct {
 	bytes   int
 	project string
 	route   string
+	// widget is the widget a create names (its path does not), so the
+	// access log shows which widget every create was for.
+	widget string
+}
+
+// logWidget records the widget a request names in its body.
+func logWidget(w http.ResponseWriter, name string) {
+	if lw, ok := w.(*logWriter); ok {
+		lw.widget = clip(name, maxLogged)
+	}
 }
 
 func (l *logWriter) WriteHeader(code int) {
@@ -147,15 +157,20 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		method := methodLabel(r.Method)
 		s.metrics.requests.WithLabelValues(method, route, strconv.Itoa(lw.status)).Inc()
 		s.metrics.duration.WithLabelValues(method, route).Observe(d.Seconds())
-		s.log.Info("request",
+		attrs := []any{
 			"method", clip(r.Method, maxLoggedMethod),
 			"path", clip(r.URL.Path, maxLogged),
+		}
+		if lw.widget != "" {
+			attrs = append(attrs, "widget", lw.widget)
+		}
+		s.log.Info("request", append(attrs,
 			"status", lw.status,
 			"bytes", lw.bytes,
 			"duration_ms", float64(d.Microseconds())/1000,
 			"project", lw.project,
 			"remote", clip(r.RemoteAddr, maxLogged),
 			"user_agent", clip(r.UserAgent(), maxLogged),
-		)
+		)...)
 	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
@@ -157,5 +158,33 @@ func TestAccessLogLinesAreBounded(t *testing.T) {
 		if !strings.Contains(line, want) {
 			t.Errorf("access log line lacks the clipped value %.20s…(%d bytes):\n%s", want, len(want), shown)
 		}
+	}
+}
+
+// TestAccessLogNamesCreatedWidgets: a create's path does not name its
+// widget, so its access log line does - every create, whatever its outcome.
+func TestAccessLogNamesCreatedWidgets(t *testing.T) {
+	logs := &syncBuffer{}
+	env := apitest.Start(t, apitest.WithOptions(func(o *server.Options) {
+		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	}))
+	c := env.Client(t, apitest.TokenA)
+	for range 2 {
+		_, _ = c.CreateWidget(ctx(t), widgetapi.CreateWidgetRequest{Name: "logged"})
+	}
+	send(t, env, http.MethodGet, "/v1/widgets/logged", "ua")
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if !strings.Contains(line, "msg=request") || !strings.Contains(line, "widget=logged") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if strings.HasPrefix(f, "status=") {
+				got = append(got, f)
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"status=201", "status=409"}, got); diff != "" {
+		t.Errorf("access log lines naming widget \"logged\": -want +got:\n%s", diff)
 	}
 }

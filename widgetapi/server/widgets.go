@@ -84,6 +84,7 @@ func (s *Server) createWidget(w http.ResponseWriter, r *http.Request) {
 	if !readBody(w, r, s, &req) {
 		return
 	}
+	logWidget(w, req.Name)
 	if errs := s.validateCreate(&req); len(errs) > 0 {
 		invalid(w, errs)
 		return

@@ -31,7 +31,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/widgetco/crossplane-widget/package/internal/image"
+	"github.com/widgetco/crossplane-widget/package/image"
 )
 
 // Source is the source repository named by the runtime images'

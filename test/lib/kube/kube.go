@@ -42,6 +42,13 @@ type Options struct {
 	// QPS and Burst of the client; default client-go's.
 	QPS   float32
 	Burst int
+	// AuditPolicy and AuditLog, when both set, make kube-apiserver write an
+	// audit log (JSON lines) of what the policy file selects.
+	AuditPolicy, AuditLog string
+	// CertDir, when set, holds kube-apiserver's serving and ServiceAccount
+	// signing keys; a fixed directory lets Restart keep them (and every
+	// token issued before).
+	CertDir string
 }
 
 // An Env is a running kube-apiserver and etcd, and an admin client.
@@ -69,7 +76,19 @@ func Start(o Options) (*Env, error) {
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
 	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: o.EtcdDataDir, Out: o.EtcdLog, Err: o.EtcdLog}
-	env.ControlPlane.APIServer = &envtest.APIServer{Out: o.APIServerLog, Err: o.APIServerLog}
+	env.ControlPlane.APIServer = &envtest.APIServer{Out: o.APIServerLog, Err: o.APIServerLog, CertDir: o.CertDir}
+	if o.AuditPolicy != "" && o.AuditLog != "" {
+		args := env.ControlPlane.APIServer.Configure()
+		args.Set("audit-policy-file", o.AuditPolicy)
+		args.Set("audit-log-path", o.AuditLog)
+		args.Set("audit-log-format", "json")
+		args.Set("audit-log-mode", "blocking")
+	}
+	if o.CertDir != "" {
+		if err := os.MkdirAll(o.CertDir, 0o700); err != nil {
+			return nil, fmt.Errorf("cannot create kube-apiserver's certificate directory: %w", err)
+		}
+	}
 	if o.EtcdDataDir != "" {
 		if err := os.MkdirAll(o.EtcdDataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("cannot create etcd data directory: %w", err)
@@ -110,6 +129,14 @@ func (e *Env) admin(o Options) error {
 	}
 	return nil
 }
+
+// StopAPIServer stops kube-apiserver (gracefully), leaving etcd running.
+func (e *Env) StopAPIServer() error { return e.env.ControlPlane.APIServer.Stop() }
+
+// StartAPIServer starts kube-apiserver again, on the same address and,
+// with Options.CertDir, with the same certificates and signing keys, and
+// waits until it serves.
+func (e *Env) StartAPIServer() error { return e.env.ControlPlane.APIServer.Start() }
 
 // Stop stops kube-apiserver and etcd.
 func (e *Env) Stop() error { return e.env.Stop() }

@@ -1,7 +1,6 @@
 package platform
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -9,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-
-	"github.com/widgetco/crossplane-widget/test/harness"
 )
 
 // module is this repository's Go module, which FindRoot looks for.
@@ -36,117 +33,31 @@ func FindRoot() (string, error) {
 	}
 }
 
-// Binaries are the runtime binaries the harness runs for the packages.
-type Binaries struct {
-	Provider string
-	Function string
-}
-
-// FindBinaries returns the binaries `make build` writes to _output/bin, or
-// an error naming that target when one is missing.
-func FindBinaries(root string) (Binaries, error) {
-	b := Binaries{
-		Provider: filepath.Join(root, "_output", "bin", "provider-widget"),
-		Function: filepath.Join(root, "_output", "bin", "function-widget"),
-	}
-	var missing []string
-	for _, p := range []string{b.Provider, b.Function} {
-		if fi, err := os.Stat(p); err != nil || fi.IsDir() {
-			missing = append(missing, p)
-		}
-	}
-	if len(missing) > 0 {
-		return b, errors.Errorf("missing %s: run `make build`", strings.Join(missing, " and "))
-	}
-	return b, nil
-}
-
 // Packages are the package files of provider-widget and function-widget.
 type Packages struct {
 	Provider string
 	Function string
 	// Version tags the packages in the loopback registry.
 	Version string
-	// Built is true when the packages were built from package/ because
-	// _output/xpkg had none.
-	Built bool
 }
 
-// FindPackages returns the packages to install. It prefers what the package
-// target writes, _output/xpkg/{provider,function}-widget-<version>-<GOARCH>.xpkg:
-// the newest provider package and the function package of the same version
-// (or else the newest). Without those it builds minimal packages (no runtime
-// image: the harness is the runtime) into dir with crank, from
-// package/provider (crossplane.yaml, crds/) and package/function
-// (crossplane.yaml, input/), generating a crossplane.yaml where package/ has
-// none.
-//
-// The fallback only bridges the time before the package target exists;
-// delete it (and minimalMeta) then.
-func FindPackages(ctx context.Context, root, crank, dir string) (Packages, error) {
+// FindPackages returns the packages to install: what `make build` writes,
+// _output/xpkg/{provider,function}-widget-<version>-<GOARCH>.xpkg - the
+// newest provider package and the function package of the same version (or
+// else the newest). Each embeds its runtime image, which Crossplane's
+// Deployment runtime runs.
+func FindPackages(root string) (Packages, error) {
 	xpkg := filepath.Join(root, "_output", "xpkg")
 	p := Packages{Provider: newest(xpkg, "provider-widget"), Function: newest(xpkg, "function-widget")}
-	if p.Provider != "" && p.Function != "" {
-		p.Version = versionOf(p.Provider, "provider-widget")
-		// The function package of the same build, when there is one.
-		if f := filepath.Join(xpkg, "function-widget-"+p.Version+"-"+runtime.GOARCH+".xpkg"); isFile(f) {
-			p.Function = f
-		}
-		return p, nil
+	if p.Provider == "" || p.Function == "" {
+		return Packages{}, errors.Errorf("no provider-widget and function-widget packages for %s in %s: run `make build`", runtime.GOARCH, xpkg)
 	}
-	p = Packages{Version: "v0.0.0-local", Built: true}
-	for _, pk := range []struct {
-		name, content string
-		out           *string
-	}{
-		{"provider", "crds", &p.Provider},
-		{"function", "input", &p.Function},
-	} {
-		src := filepath.Join(root, "package", pk.name)
-		stage := filepath.Join(dir, pk.name+"-widget")
-		if err := copyDir(filepath.Join(src, pk.content), filepath.Join(stage, pk.content)); err != nil {
-			return p, errors.Wrapf(err, "cannot stage the %s package", pk.name)
-		}
-		meta, err := os.ReadFile(filepath.Join(src, "crossplane.yaml"))
-		if os.IsNotExist(err) {
-			meta, err = []byte(minimalMeta[pk.name]), nil
-		}
-		if err != nil {
-			return p, errors.Wrapf(err, "cannot read the %s package's crossplane.yaml", pk.name)
-		}
-		if err := os.WriteFile(filepath.Join(stage, "crossplane.yaml"), meta, 0o600); err != nil {
-			return p, errors.Wrapf(err, "cannot stage the %s package", pk.name)
-		}
-		*pk.out = filepath.Join(dir, pk.name+"-widget.xpkg")
-		if err := harness.BuildPackage(ctx, crank, harness.PackageBuild{Root: stage, Out: *pk.out}); err != nil {
-			return p, err
-		}
+	p.Version = versionOf(p.Provider, "provider-widget")
+	// The function package of the same build, when there is one.
+	if f := filepath.Join(xpkg, "function-widget-"+p.Version+"-"+runtime.GOARCH+".xpkg"); isFile(f) {
+		p.Function = f
 	}
 	return p, nil
-}
-
-// minimalMeta are the crossplane.yaml files FindPackages uses while
-// package/ has none. The provider declares safe-start, as the real package
-// does.
-var minimalMeta = map[string]string{
-	"provider": `apiVersion: meta.pkg.crossplane.io/v1
-kind: Provider
-metadata:
-  name: provider-widget
-spec:
-  crossplane:
-    version: ">=v2.0.0"
-  capabilities:
-  - safe-start
-`,
-	"function": `apiVersion: meta.pkg.crossplane.io/v1beta1
-kind: Function
-metadata:
-  name: function-widget
-spec:
-  crossplane:
-    version: ">=v2.0.0"
-`,
 }
 
 // newest returns the most recently written <dir>/<name>-*-<GOARCH>.xpkg, or
@@ -182,28 +93,4 @@ func versionOf(path, name string) string {
 		return "v0.0.0-local"
 	}
 	return v
-}
-
-// copyDir copies the regular files directly in src to dst.
-func copyDir(src, dst string) error {
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dst, 0o750); err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
 }

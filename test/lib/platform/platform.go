@@ -10,14 +10,12 @@ package platform
 import (
 	"context"
 	"log/slog"
-	"net"
-	"net/http"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,7 +29,6 @@ import (
 	xpextv1alpha1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1alpha1"
 
 	"github.com/widgetco/crossplane-widget/test/harness"
-	"github.com/widgetco/crossplane-widget/test/lib/proc"
 )
 
 // Names of the installed packages. The Compositions in examples/composition
@@ -40,6 +37,13 @@ const (
 	ProviderName = "provider-widget"
 	FunctionName = "function-widget"
 )
+
+// LeaseName is provider-widget's leader election lease in Crossplane's
+// namespace.
+const LeaseName = "crossplane-leader-election-provider-widget"
+
+// MetricsPort is where both packages serve Prometheus metrics in their pods.
+const MetricsPort = 8080
 
 // ActivationPolicy is the ManagedResourceActivationPolicy Install creates.
 // The provider declares the safe-start capability, so Crossplane serves its
@@ -67,14 +71,14 @@ var CompositeCRDs = []string{
 type Options struct {
 	// Root is the repository root, for examples/.
 	Root string
-	// Binaries are the provider and function binaries to run.
-	Binaries Binaries
 	// Packages are the package files to install.
 	Packages Packages
 	// Token is the Widget API token the ProviderConfigs use: one of the
 	// harness's Widget API tokens.
 	Token string
-	// ProviderArgs and FunctionArgs are extra flags for the binaries.
+	// ProviderArgs and FunctionArgs are extra flags for the packages'
+	// containers, added to the args of the DeploymentRuntimeConfigs in
+	// examples/runtime.
 	ProviderArgs []string
 	FunctionArgs []string
 	// Log receives progress. Default: discard.
@@ -84,12 +88,13 @@ type Options struct {
 // A Platform is provider-widget and function-widget running in a harness,
 // with the XWidget API published.
 type Platform struct {
-	// Provider and Function are the runtime processes the harness plays;
-	// kill and start them to simulate crashes.
-	Provider *harness.Process
-	Function *harness.Process
-	// ProviderMetricsURL is provider-widget's Prometheus endpoint.
-	ProviderMetricsURL string
+	// Provider and Function are the packages' runtimes: the pods the
+	// harness's node runs for the Deployments Crossplane created. Kill,
+	// stop and start them to simulate crashes.
+	Provider *harness.Runtime
+	Function *harness.Runtime
+
+	h *harness.Harness
 }
 
 // Install installs both packages into h, configures the provider for h's
@@ -109,16 +114,19 @@ func Install(ctx context.Context, h *harness.Harness, o Options) (*Platform, err
 	if err := activate(ctx, c); err != nil {
 		return nil, err
 	}
-	p := &Platform{}
+	if err := runtimeConfigs(ctx, c, o); err != nil {
+		return nil, err
+	}
+	p := &Platform{h: h}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		var err error
-		p.Function, err = installFunction(gctx, h, o)
+		p.Function, err = install(gctx, h, FunctionName, o.Packages.Function, o.Packages.Version)
 		return err
 	})
 	g.Go(func() error {
 		var err error
-		p.Provider, p.ProviderMetricsURL, err = installProvider(gctx, h, o)
+		p.Provider, err = install(gctx, h, ProviderName, o.Packages.Provider, o.Packages.Version)
 		return err
 	})
 	if err := g.Wait(); err != nil {
@@ -153,39 +161,91 @@ func activate(ctx context.Context, c client.Client) error {
 	return nil
 }
 
-func installFunction(ctx context.Context, h *harness.Harness, o Options) (*harness.Process, error) {
-	ref, err := h.PushPackage(ctx, o.Packages.Function, "widgetco/"+FunctionName+":"+o.Packages.Version)
+// install pushes a package to the loopback registry and installs it with
+// the DeploymentRuntimeConfig of the same name.
+func install(ctx context.Context, h *harness.Harness, name, file, version string) (*harness.Runtime, error) {
+	ref, err := h.PushPackage(ctx, file, "widgetco/"+name+":"+version)
 	if err != nil {
 		return nil, err
 	}
-	metrics, err := loopbackAddr()
-	if err != nil {
-		return nil, err
+	o := harness.InstallOptions{RuntimeConfig: name}
+	if name == FunctionName {
+		return h.InstallFunction(ctx, name, ref, o)
 	}
-	args := append([]string{"--metrics-address=" + metrics}, o.FunctionArgs...)
-	return h.InstallFunction(ctx, FunctionName, ref, harness.Command{Path: o.Binaries.Function, Args: args})
+	return h.InstallProvider(ctx, name, ref, o)
 }
 
-func installProvider(ctx context.Context, h *harness.Harness, o Options) (*harness.Process, string, error) {
-	ref, err := h.PushPackage(ctx, o.Packages.Provider, "widgetco/"+ProviderName+":"+o.Packages.Version)
+// runtimeConfigs creates the DeploymentRuntimeConfigs of
+// examples/runtime/deploymentruntimeconfigs.yaml, with o's extra args.
+func runtimeConfigs(ctx context.Context, c client.Client, o Options) error {
+	objs, err := ReadObjects(filepath.Join(o.Root, "examples", "runtime", "deploymentruntimeconfigs.yaml"))
 	if err != nil {
-		return nil, "", err
+		return err
 	}
-	metrics, err := loopbackAddr()
-	if err != nil {
-		return nil, "", err
+	extra := map[string][]string{ProviderName: o.ProviderArgs, FunctionName: o.FunctionArgs}
+	for _, u := range objs {
+		if len(extra[u.GetName()]) == 0 {
+			continue
+		}
+		cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "deploymentTemplate", "spec", "template", "spec", "containers")
+		if len(cs) == 0 {
+			return errors.Errorf("DeploymentRuntimeConfig %s has no container to add args to", u.GetName())
+		}
+		ctr, _ := cs[0].(map[string]any)
+		args, _, _ := unstructured.NestedStringSlice(ctr, "args")
+		_ = unstructured.SetNestedStringSlice(ctr, append(args, extra[u.GetName()]...), "args")
+		cs[0] = ctr
+		if err := unstructured.SetNestedSlice(u.Object, cs, "spec", "deploymentTemplate", "spec", "template", "spec", "containers"); err != nil {
+			return errors.Wrapf(err, "cannot add args to DeploymentRuntimeConfig %s", u.GetName())
+		}
 	}
-	health, err := loopbackAddr()
-	if err != nil {
-		return nil, "", err
+	return Create(ctx, c, objs...)
+}
+
+// Leader returns the provider pod that holds the leader election lease.
+func (p *Platform) Leader(ctx context.Context) (*harness.Pod, error) {
+	l := &coordinationv1.Lease{}
+	if err := p.h.Client().Get(ctx, types.NamespacedName{Namespace: p.h.Namespace(), Name: LeaseName}, l); err != nil {
+		return nil, errors.Wrap(err, "cannot get provider-widget's leader election lease")
 	}
-	args := append([]string{"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + health}, o.ProviderArgs...)
-	p, err := h.InstallProvider(ctx, ProviderName, ref, harness.Command{
-		Path:  o.Binaries.Provider,
-		Args:  args,
-		Ready: httpOK("http://" + health + "/readyz"),
+	holder := ptrDeref(l.Spec.HolderIdentity)
+	for _, pod := range p.Provider.Pods() {
+		// The holder identity is <hostname>_<uuid>; a pod's hostname is its name.
+		if strings.HasPrefix(holder, pod.Name()+"_") {
+			return pod, nil
+		}
+	}
+	return nil, errors.Errorf("no provider-widget pod holds the lease (holder %q)", holder)
+}
+
+// ProviderMetricsURL returns a loopback URL of the leader's Prometheus
+// endpoint (port 8080 in its pod): the replica that reconciles.
+func (p *Platform) ProviderMetricsURL(ctx context.Context) (string, error) {
+	var pod *harness.Pod
+	err := poll(ctx, 250*time.Millisecond, func(ctx context.Context) bool {
+		var err error
+		pod, err = p.Leader(ctx)
+		return err == nil
 	})
-	return p, "http://" + metrics + "/metrics", err
+	if err != nil {
+		return "", errors.Wrap(err, "cannot find provider-widget's leader")
+	}
+	addr, err := pod.Forward(MetricsPort)
+	return "http://" + addr + "/metrics", err
+}
+
+// FunctionMetricsURL returns a loopback URL of function-widget's Prometheus
+// endpoint (port 8080 in its pod).
+func (p *Platform) FunctionMetricsURL() (string, error) {
+	addr, err := p.Function.Forward(MetricsPort)
+	return "http://" + addr + "/metrics", err
+}
+
+func ptrDeref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // configure creates the token Secret, the ClusterProviderConfig the
@@ -276,35 +336,6 @@ func EnsureNamespace(ctx context.Context, c client.Client, ns string) error {
 		return errors.Wrapf(err, "cannot create namespace %s", ns)
 	}
 	return nil
-}
-
-// loopbackAddr returns a free 127.0.0.1:PORT.
-func loopbackAddr() (string, error) {
-	p, err := proc.FreePort()
-	if err != nil {
-		return "", err
-	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)), nil
-}
-
-// httpOK returns a check that url answers 200.
-func httpOK(url string) func(ctx context.Context) error {
-	hc := &http.Client{Timeout: 2 * time.Second}
-	return func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		rsp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		_ = rsp.Body.Close()
-		if rsp.StatusCode != http.StatusOK {
-			return errors.Errorf("%s answered %d", url, rsp.StatusCode)
-		}
-		return nil
-	}
 }
 
 // poll calls fn every interval until it returns true or ctx is done.

@@ -1,7 +1,6 @@
 package platform
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,8 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/widgetco/crossplane-widget/test/harness"
 )
 
 func withConditions(kind, ns, name string, status map[string]any) *unstructured.Unstructured {
@@ -117,9 +114,7 @@ func TestFindPackages(t *testing.T) {
 	}
 	type want struct {
 		provider, function, version string
-		built                       bool
-		errIs                       error
-		meta                        string
+		err                         string
 	}
 	cases := map[string]struct {
 		reason string
@@ -146,19 +141,18 @@ func TestFindPackages(t *testing.T) {
 			},
 			want: want{provider: "_output/xpkg/provider-widget-v0.2.0-" + arch + ".xpkg", function: "_output/xpkg/function-widget-dev-" + arch + ".xpkg", version: "v0.2.0"},
 		},
-		"FallbackGeneratesMeta": {
-			reason: "Without both release packages FindPackages builds from package/, generating a crossplane.yaml (with safe-start) where there is none; without crank that fails as tools missing.",
+		"NoPackages": {
+			reason: "Without packages for this architecture FindPackages says to run make build.",
 			files: map[string]time.Duration{
-				"_output/xpkg/provider-widget-v0.2.0-" + arch + ".xpkg": 0,
-				"package/provider/crds/widgets.yaml":                    0,
-				"package/function/input/policies.yaml":                  0,
+				"_output/xpkg/provider-widget-v0.2.0-" + other + ".xpkg": 0,
+				"_output/xpkg/function-widget-v0.2.0-" + arch + ".xpkg":  0,
 			},
-			want: want{version: "v0.0.0-local", built: true, errIs: harness.ErrToolsMissing, meta: "safe-start"},
+			want: want{err: "run `make build`"},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			root, out := t.TempDir(), t.TempDir()
+			root := t.TempDir()
 			for f, age := range tc.files {
 				p := filepath.Join(root, f)
 				write(t, p, "x")
@@ -167,41 +161,21 @@ func TestFindPackages(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := FindPackages(context.Background(), root, "", out)
-			if diff := cmp.Diff(tc.want.errIs, err, cmpopts.EquateErrors()); diff != "" {
-				t.Errorf("%s\nFindPackages(...): error: -want, +got:\n%s", tc.reason, diff)
-			}
-			if tc.want.errIs == nil {
-				rel := func(p string) string { return strings.TrimPrefix(p, root+string(filepath.Separator)) }
-				if diff := cmp.Diff(Packages{Provider: tc.want.provider, Function: tc.want.function, Version: tc.want.version}, Packages{Provider: rel(got.Provider), Function: rel(got.Function), Version: got.Version, Built: got.Built}); diff != "" {
-					t.Errorf("%s\nFindPackages(...): -want, +got:\n%s", tc.reason, diff)
+			got, err := FindPackages(root)
+			if tc.want.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want.err) {
+					t.Errorf("%s\nFindPackages(...): error %v, want one containing %q", tc.reason, err, tc.want.err)
 				}
+				return
 			}
-			if tc.want.built != got.Built {
-				t.Errorf("%s\nFindPackages(...): Built = %t, want %t", tc.reason, got.Built, tc.want.built)
+			if err != nil {
+				t.Fatalf("%s\nFindPackages(...): %v", tc.reason, err)
 			}
-			if tc.want.meta != "" {
-				b, _ := os.ReadFile(filepath.Join(out, "provider-widget", "crossplane.yaml"))
-				if !strings.Contains(string(b), tc.want.meta) {
-					t.Errorf("%s\nstaged provider crossplane.yaml does not contain %q:\n%s", tc.reason, tc.want.meta, b)
-				}
-				if _, err := os.Stat(filepath.Join(out, "provider-widget", "crds", "widgets.yaml")); err != nil {
-					t.Errorf("%s\nstaged provider package lacks its CRDs: %v", tc.reason, err)
-				}
+			rel := func(p string) string { return strings.TrimPrefix(p, root+string(filepath.Separator)) }
+			if diff := cmp.Diff(Packages{Provider: tc.want.provider, Function: tc.want.function, Version: tc.want.version}, Packages{Provider: rel(got.Provider), Function: rel(got.Function), Version: got.Version}); diff != "" {
+				t.Errorf("%s\nFindPackages(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
-	}
-}
-
-func TestFindBinaries(t *testing.T) {
-	root := t.TempDir()
-	if _, err := FindBinaries(root); err == nil || !strings.Contains(err.Error(), "make build") {
-		t.Errorf("FindBinaries(...) without binaries: error %v, want one naming `make build`", err)
-	}
-	write(t, filepath.Join(root, "_output", "bin", "provider-widget"), "x")
-	write(t, filepath.Join(root, "_output", "bin", "function-widget"), "x")
-	if _, err := FindBinaries(root); err != nil {
-		t.Errorf("FindBinaries(...) with both binaries: %v", err)
 	}
 }
 

@@ -33,13 +33,28 @@ type Command struct {
 	// for package runtimes TLS_SERVER_CERTS_DIR (and for providers
 	// TLS_CLIENT_CERTS_DIR), as the Deployment runtime would.
 	Env []string
-	// Dir is the working directory.
+	// Dir is the working directory (inside Root when Root is set).
 	Dir string
+	// Root, when set, is the directory the process sees as / (chroot).
+	// Path is then a path inside it.
+	Root string
+	// User, when set, runs the process with these IDs and no supplementary
+	// groups (the caller must be root).
+	User *User
+	// StartIn, when set, wraps the start of each run: it must call start
+	// exactly once, e.g. from a thread inside a network namespace so the
+	// process is born in it.
+	StartIn func(start func() error) error
 	// Ready, when set, is polled after the process starts until it returns
 	// nil; the harness reports the runtime healthy only after that. Without
 	// it a provider counts as ready as soon as it is running, and a function
 	// as soon as an mTLS handshake with it succeeds the way core makes it.
 	Ready func(ctx context.Context) error
+}
+
+// User is a numeric user and group.
+type User struct {
+	UID, GID uint32
 }
 
 // A Process is a supervised child process. It runs in its own process
@@ -132,8 +147,16 @@ func (p *Process) Start() error {
 	c.Stdout = f
 	c.Stderr = f
 	c.SysProcAttr = SysProcAttr()
+	if err := sandbox(c.SysProcAttr, p.cmd); err != nil {
+		_ = f.Close()
+		return errors.Wrapf(err, "cannot start %s", p.name)
+	}
 	_, _ = fmt.Fprintf(f, "=== proc: %s starting %s %s\n", time.Now().Format(time.RFC3339), p.cmd.Path, strings.Join(p.cmd.Args, " "))
-	if err := c.Start(); err != nil {
+	start := c.Start
+	if p.cmd.StartIn != nil {
+		start = func() error { return p.cmd.StartIn(c.Start) }
+	}
+	if err := start(); err != nil {
 		_ = f.Close()
 		return errors.Wrapf(err, "cannot start %s", p.name)
 	}

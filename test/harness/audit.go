@@ -1,0 +1,101 @@
+package harness
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// auditPolicy makes kube-apiserver record every request a ServiceAccount
+// makes - the package runtimes' requests, made with exactly the permissions
+// Crossplane's RBAC manager gave them - and nothing else.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: Metadata
+  userGroups: ["system:serviceaccounts"]
+- level: None
+`
+
+// maxAuditLine bounds one audit event the parser reads.
+const maxAuditLine = 1 << 20
+
+// A Forbidden is a request kube-apiserver refused with 403 Forbidden.
+type Forbidden struct {
+	User      string
+	Verb      string
+	Resource  string
+	Namespace string
+	Name      string
+	// Count is how often the same request was refused.
+	Count int
+}
+
+func (f Forbidden) String() string {
+	obj := f.Resource
+	if f.Namespace != "" {
+		obj += " in namespace " + f.Namespace
+	}
+	if f.Name != "" {
+		obj += " named " + f.Name
+	}
+	return fmt.Sprintf("%s may not %s %s (%d times)", f.User, f.Verb, obj, f.Count)
+}
+
+// Forbidden returns the requests of ServiceAccounts (the package runtimes)
+// that kube-apiserver refused because RBAC does not allow them, read from
+// its audit log. A missing rule in what Crossplane grants a provider shows up
+// here first.
+func (h *Harness) Forbidden() ([]Forbidden, error) {
+	f, err := os.Open(h.auditLog())
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot read kube-apiserver's audit log")
+	}
+	defer f.Close() //nolint:errcheck // Read only.
+	type event struct {
+		Verb      string                    `json:"verb"`
+		User      struct{ Username string } `json:"user"`
+		ObjectRef struct {
+			Resource, Subresource, Namespace, Name, APIGroup string
+		} `json:"objectRef"`
+		ResponseStatus struct{ Code int } `json:"responseStatus"`
+	}
+	seen := map[Forbidden]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), maxAuditLine)
+	for sc.Scan() {
+		if !strings.Contains(sc.Text(), `"code":403`) {
+			continue
+		}
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.ResponseStatus.Code != 403 {
+			continue
+		}
+		r := e.ObjectRef.Resource
+		if e.ObjectRef.Subresource != "" {
+			r += "/" + e.ObjectRef.Subresource
+		}
+		if e.ObjectRef.APIGroup != "" {
+			r += "." + e.ObjectRef.APIGroup
+		}
+		seen[Forbidden{User: e.User.Username, Verb: e.Verb, Resource: r, Namespace: e.ObjectRef.Namespace, Name: e.ObjectRef.Name}]++
+	}
+	if err := sc.Err(); err != nil {
+		return nil, errors.Wrap(err, "cannot read kube-apiserver's audit log")
+	}
+	out := make([]Forbidden, 0, len(seen))
+	for k, n := range seen {
+		k.Count = n
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out, nil
+}
+
+func (h *Harness) auditLog() string { return h.dir + "/logs/kube-apiserver-audit.log" }
