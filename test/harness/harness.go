@@ -517,8 +517,8 @@ func waitHTTP(ctx context.Context, url string) error {
 // plane upgrade or crash would: every client of the control plane - core,
 // the RBAC manager, the packages' pods, the node - loses it until
 // StartAPIServer.
-// kube-apiserver gets envtest's stop timeout (20s) to drain after SIGTERM;
-// then envtest kills it, which is a fine way for an API server to go too.
+// kube-apiserver gets 5s to drain after SIGTERM; then it is killed, which is
+// a fine way for an API server to go too.
 func (h *Harness) StopAPIServer() error {
 	t := time.Now()
 	h.log.Info("Stopping kube-apiserver")

@@ -17,7 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/client-go/rest"
 
 	xpextv1alpha1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1alpha1"
 	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
@@ -213,6 +215,36 @@ func (s *story) providerSmoke(t *testing.T) {
 			}
 		}
 		return fmt.Errorf("ClusterRoleBinding %s has subjects %v, want ServiceAccount %s", name, crb.Subjects, rev.Items[0].Name)
+	})
+	// The ServiceAccount may do only what the revision's ClusterRole says;
+	// anything else is refused and shows up in Forbidden (and diagnostics).
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace(), Name: rev.Items[0].Name}}
+	tr := &authnv1.TokenRequest{}
+	if err := h.Client().SubResource("token").Create(ctx, sa, tr); err != nil {
+		t.Fatalf("cannot request a token for the provider's ServiceAccount: %v", err)
+	}
+	cfg := &rest.Config{Host: h.RESTConfig().Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: h.RESTConfig().CAData}}
+	as, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := as.List(ctx, &corev1.NamespaceList{}); !kerrors.IsForbidden(err) {
+		t.Errorf("the provider's ServiceAccount listing namespaces: error %v, want Forbidden (its ClusterRole does not grant it)", err)
+	}
+	if err := as.List(ctx, &corev1.SecretList{}, client.InNamespace(h.Namespace())); err != nil {
+		t.Errorf("the provider's ServiceAccount listing Secrets: %v, want allowed (every provider may)", err)
+	}
+	eventually(ctx, t, "the refused request shows up in Forbidden", func(context.Context) error {
+		fb, err := h.Forbidden()
+		if err != nil {
+			return err
+		}
+		for _, f := range fb {
+			if f.User == "system:serviceaccount:"+h.Namespace()+":"+sa.Name && f.Verb == "list" && f.Resource == "namespaces" {
+				return nil
+			}
+		}
+		return fmt.Errorf("Forbidden() = %v, want the ServiceAccount's list of namespaces", fb)
 	})
 	checkPodProcess(t, p.Pods()[0], map[string]string{
 		"PROVIDER_NAME":        "provider-smoke",
