@@ -1,14 +1,16 @@
 // Package harness runs a local Crossplane control plane for the end-to-end
 // tests and `make demo`: etcd and kube-apiserver (controller-runtime's
-// envtest), Crossplane core v2.4.0 with the External package runtime, a
-// loopback OCI registry, optionally kube-controller-manager (garbage
-// collection) and the reference Widget API server. It installs Function and
-// Provider packages through Crossplane's own package manager and plays the
-// External package runtime: it runs each package's binary as a supervised
-// process and reports it on the package revision, as the Deployment runtime
-// would.
+// envtest, with an audit log), Crossplane core v2.4.0 with its Deployment
+// package runtime and its RBAC manager, a loopback OCI registry, optionally
+// kube-controller-manager (garbage collection) and the reference Widget API
+// server. It installs Function and Provider packages through Crossplane's
+// own package manager and plays the node that runs the Deployments
+// Crossplane creates for them: pods from the packages' images, chrooted,
+// as the user, with the environment, volumes, ServiceAccount token and
+// probes of the pod template, each in a network namespace of its own (see
+// the README for what still differs from a cluster).
 //
-// Everything listens on 127.0.0.1 with free ports - except Crossplane core's
+// Everything listens on loopback addresses - except Crossplane core's
 // metrics and health-probe servers: core has flags for their ports but binds
 // them on all interfaces - and everything lives under one directory. Stop,
 // cancelling the context given to Start, or (with Options.HandleSignals)
@@ -22,8 +24,8 @@
 //	h, err := harness.Start(ctx, harness.Options{Dir: t.TempDir(), Log: log})
 //	if err != nil { ... }
 //	defer h.Stop()
-//	ref, err := h.PushPackage(ctx, "_output/function-widget.xpkg", "function-widget:v0.1.0")
-//	fn, err := h.InstallFunction(ctx, "function-widget", ref, harness.Command{Path: "_output/bin/function"})
+//	ref, err := h.PushPackage(ctx, "_output/xpkg/function-widget-v0.1.0-amd64.xpkg", "widgetco/function-widget:v0.1.0")
+//	fn, err := h.InstallFunction(ctx, "function-widget", ref, harness.InstallOptions{})
 //	// ... kubectl --kubeconfig h.Kubeconfig() ..., h.Client() ...
 //	if failed { dir, _ := h.DumpDiagnostics(ctx, "") }
 package harness

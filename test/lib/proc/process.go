@@ -23,15 +23,13 @@ const stopGrace = 10 * time.Second
 type Command struct {
 	// Path is the binary to run (looked up in $PATH when it has no slash).
 	Path string
-	// Args are the arguments after the binary name. For a function the
-	// harness appends --tls-certs-dir and --address; for a provider it
-	// appends nothing.
+	// Args are the arguments after the binary name.
 	Args []string
-	// Env holds extra KEY=VALUE pairs added to the process's environment
-	// (later pairs win). The harness sets KUBECONFIG to its admin
-	// kubeconfig, POD_NAMESPACE and POD_SERVICE_ACCOUNT to Crossplane's, and
-	// for package runtimes TLS_SERVER_CERTS_DIR (and for providers
-	// TLS_CLIENT_CERTS_DIR), as the Deployment runtime would.
+	// Env is the process's environment as the caller builds it: New takes
+	// the whole environment separately and expects these pairs in it. The
+	// harness gives its own components (core, kube-controller-manager) its
+	// environment plus KUBECONFIG and POD_NAMESPACE, and a pod's container
+	// exactly the pod's environment.
 	Env []string
 	// Dir is the working directory (inside Root when Root is set).
 	Dir string
