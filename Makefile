@@ -85,7 +85,9 @@ unit: ## Run go test ./... except the e2e suite (with -race); the integration ti
 	eval "$$($(TOOLS) env)" && $(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v '/test/e2e$$')
 
 .PHONY: e2e
-e2e: tools build ## End-to-end suite on a local Crossplane: packages installed, claims and XWidgets Ready, drift, crashes, deletion (~1 min).
+e2e: tools ## End-to-end suite on a local Crossplane: packages installed and run as Crossplane runs them, claims and XWidgets Ready, drift, crashes, failover, API server restart, deletion (~4.5 min).
+	@# Only this machine's architecture: the suite runs these packages' images.
+	$(MAKE) xpkg XPKG_ARCHS=$$($(GO) env GOARCH)
 	eval "$$($(TOOLS) env)" && $(GO) test $(GO_TEST_FLAGS) -v -timeout 30m ./test/e2e
 
 FUZZTIME ?= 30s
@@ -99,7 +101,7 @@ render-update: ## Regenerate the golden crossplane render output of the examples
 	eval "$$($(TOOLS) env)" && $(GO) test ./function -run TestRender -update
 
 .PHONY: bench
-bench: ## Run the benchmarks and write docs/benchmarks.md (not part of make test; WIDGET_BENCH_N=1000 for the full provider run).
+bench: build ## Run the benchmarks and write docs/benchmarks.md (not part of make test; WIDGET_BENCH_N=1000 for the full provider run).
 	$(GO) test -run '^$$' -bench . -benchmem ./widgetapi/server/ ./function/
 	$(TOOLS) all
 	eval "$$($(TOOLS) env)" && WIDGET_BENCH=1 $(GO) test -count=1 -timeout 30m -run TestBenchmarks -v ./test/bench/
@@ -107,7 +109,8 @@ bench: ## Run the benchmarks and write docs/benchmarks.md (not part of make test
 ##@ Run
 
 .PHONY: demo
-demo: tools build ## Local Crossplane with both packages, an example XWidget and a claim going Ready; stays up until Ctrl-C (DEMO_FLAGS=--debug).
+demo: tools ## Local Crossplane with both packages, an example XWidget and a claim going Ready; stays up until Ctrl-C (DEMO_FLAGS=--debug).
+	$(MAKE) xpkg XPKG_ARCHS=$$($(GO) env GOARCH)
 	$(GO) build -o $(BIN_DIR)/demo ./test/demo
 	eval "$$($(TOOLS) env)" && exec $(BIN_DIR)/demo $(DEMO_FLAGS)
 

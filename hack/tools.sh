@@ -101,7 +101,9 @@ tool_recipe() {
 		# webhooks enabled, WEBHOOK_CONFIGS_PATH); the release image ships
 		# them as /crds and /webhookconfigurations. Take them from the very
 		# module version the binary is built from.
-		T_EXTRAS="crds webhookconfigurations"
+		# The Helm chart's RBAC templates give core and the RBAC manager
+		# their ServiceAccounts and permissions in the harness.
+		T_EXTRAS="crds webhookconfigurations charts"
 		;;
 	crank)
 		T_VERSION=v2.2.1 T_MODDIR=crank T_BIN=crank
@@ -322,6 +324,7 @@ cmd_env() {
 	if is_cached crossplane; then
 		printf 'export CROSSPLANE_CRDS=%q\n' "$(tool_dir crossplane)/crds"
 		printf 'export CROSSPLANE_WEBHOOK_CONFIGS=%q\n' "$(tool_dir crossplane)/webhookconfigurations"
+		printf 'export CROSSPLANE_CHART=%q\n' "$(tool_dir crossplane)/charts/crossplane"
 	fi
 	return "${missing}"
 }

@@ -39,7 +39,7 @@ type e2eEnv struct {
 	setup   time.Duration
 }
 
-func startE2E(t *testing.T, b *bench) *e2eEnv {
+func startE2E(t *testing.T, b *bench, providerArgs ...string) *e2eEnv {
 	t.Helper()
 	begin := time.Now()
 	tools, err := harness.ToolsFromEnv()
@@ -83,7 +83,7 @@ func startE2E(t *testing.T, b *bench) *e2eEnv {
 	}()
 	env.p, err = platform.Install(ctx, h, platform.Options{
 		Root: b.root, Packages: pkgs, Token: e2eToken, Log: log,
-		ProviderArgs: envArgs("WIDGET_BENCH_E2E_PROVIDER_ARGS"),
+		ProviderArgs: append(envArgs("WIDGET_BENCH_E2E_PROVIDER_ARGS"), providerArgs...),
 	})
 	if err != nil {
 		t.Fatalf("cannot install the platform (logs in %s): %v", filepath.Join(dir, "logs"), err)

@@ -227,21 +227,29 @@ func run(m *testing.M) int {
 }
 
 // checkForbidden fails when kube-apiserver refused any request of a
-// package's ServiceAccount during the suite.
+// ServiceAccount - the packages', core's, the RBAC manager's - during the
+// suite.
 func checkForbidden() error {
-	fb, err := suite.h.Forbidden()
+	all, err := suite.h.Forbidden()
 	if err != nil {
 		return err
 	}
-	if len(fb) == 0 {
-		fmt.Println("E2E RBAC: no request of a package's ServiceAccount was forbidden")
-		return nil
-	}
-	lines := make([]string, 0, len(fb))
-	for _, f := range fb {
+	lines := make([]string, 0, len(all))
+	starting := 0
+	for _, f := range all {
+		if f.Starting {
+			// kube-apiserver serves for a moment before its RBAC
+			// authorizer has read the roles (TestAPIServerRestart).
+			starting += f.Count
+			continue
+		}
 		lines = append(lines, f.String())
 	}
-	return errors.Errorf("RBAC refused %d kinds of request of the packages' ServiceAccounts (does the package ask for what it needs?):\n  %s", len(fb), strings.Join(lines, "\n  "))
+	if len(lines) == 0 {
+		fmt.Printf("E2E RBAC: no request of a ServiceAccount was forbidden, apart from %d while kube-apiserver was starting again (before its RBAC authorizer had read the roles)\n", starting)
+		return nil
+	}
+	return errors.Errorf("RBAC refused %d kinds of request of ServiceAccounts (does the package, or Crossplane's Helm chart, grant what is needed?):\n  %s", len(lines), strings.Join(lines, "\n  "))
 }
 
 // fail reports an error that stops the suite before any scenario runs.

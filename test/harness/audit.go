@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
@@ -35,6 +37,10 @@ type Forbidden struct {
 	Name      string
 	// Count is how often the same request was refused.
 	Count int
+	// Starting is true for requests kube-apiserver refused while it was
+	// starting again (StartAPIServer): it serves before its RBAC authorizer
+	// has read every role, and refuses what the roles allow for a moment.
+	Starting bool
 }
 
 func (f Forbidden) String() string {
@@ -45,7 +51,11 @@ func (f Forbidden) String() string {
 	if f.Name != "" {
 		obj += " named " + f.Name
 	}
-	return fmt.Sprintf("%s may not %s %s (%d times)", f.User, f.Verb, obj, f.Count)
+	when := ""
+	if f.Starting {
+		when = ", while kube-apiserver was starting"
+	}
+	return fmt.Sprintf("%s may not %s %s (%d times%s)", f.User, f.Verb, obj, f.Count, when)
 }
 
 // Forbidden returns the requests of ServiceAccounts (the package runtimes)
@@ -65,7 +75,11 @@ func (h *Harness) Forbidden() ([]Forbidden, error) {
 			Resource, Subresource, Namespace, Name, APIGroup string
 		} `json:"objectRef"`
 		ResponseStatus struct{ Code int } `json:"responseStatus"`
+		Received       time.Time          `json:"requestReceivedTimestamp"`
 	}
+	h.mu.Lock()
+	starts := slices.Clone(h.apiStarts)
+	h.mu.Unlock()
 	seen := map[Forbidden]int{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), maxAuditLine)
@@ -84,7 +98,8 @@ func (h *Harness) Forbidden() ([]Forbidden, error) {
 		if e.ObjectRef.APIGroup != "" {
 			r += "." + e.ObjectRef.APIGroup
 		}
-		seen[Forbidden{User: e.User.Username, Verb: e.Verb, Resource: r, Namespace: e.ObjectRef.Namespace, Name: e.ObjectRef.Name}]++
+		starting := slices.ContainsFunc(starts, func(w [2]time.Time) bool { return !e.Received.Before(w[0]) && !e.Received.After(w[1]) })
+		seen[Forbidden{User: e.User.Username, Verb: e.Verb, Resource: r, Namespace: e.ObjectRef.Namespace, Name: e.ObjectRef.Name, Starting: starting}]++
 	}
 	if err := sc.Err(); err != nil {
 		return nil, errors.Wrap(err, "cannot read kube-apiserver's audit log")

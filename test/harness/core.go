@@ -12,10 +12,15 @@ import (
 	"strings"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -54,6 +59,10 @@ func (h *Harness) startCrossplane(ctx context.Context) error {
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: DefaultServiceAccount}}
 	if err := h.kube.Create(ctx, sa); err != nil && !kerrors.IsAlreadyExists(err) {
 		return errors.Wrap(err, "cannot create Crossplane service account")
+	}
+
+	if err := h.crossplaneIdentities(ctx); err != nil {
+		return err
 	}
 
 	t := time.Now()
@@ -103,7 +112,7 @@ func (h *Harness) startCrossplane(ctx context.Context) error {
 	h.core = h.newProcess("crossplane", Command{
 		Path: "unshare",
 		Args: args,
-		Env:  []string{"TLS_CLIENT_SECRET_NAME=" + ClientTLSSecret, "LEADER_ELECTION=false"},
+		Env:  []string{"TLS_CLIENT_SECRET_NAME=" + ClientTLSSecret, "LEADER_ELECTION=false", "KUBECONFIG=" + h.coreKubeconfig},
 	})
 	if err := h.core.Start(); err != nil {
 		return err
@@ -113,6 +122,60 @@ func (h *Harness) startCrossplane(ctx context.Context) error {
 	}
 	h.log.Info("crossplane core ready", "duration", since(t), "metrics", h.CoreMetricsURL())
 	return nil
+}
+
+// crossplaneIdentities decides what core and the RBAC manager run as. With
+// Crossplane's Helm chart and kube-controller-manager (whose
+// clusterrole-aggregation controller fills the chart's aggregated roles),
+// they run as the chart's ServiceAccounts with the chart's ClusterRoles, as
+// in a cluster; otherwise as the admin.
+func (h *Harness) crossplaneIdentities(ctx context.Context) error {
+	h.coreKubeconfig, h.rbacKubeconfig = h.kubeconfig, h.kubeconfig
+	if h.tools.CrossplaneChart == "" || h.kcm == nil {
+		h.log.Info("Crossplane core and its RBAC manager run with the admin kubeconfig: set CROSSPLANE_CHART and KUBE_CONTROLLER_MANAGER_BIN (bash hack/tools.sh env) for the Helm chart's ServiceAccounts and roles")
+		return nil
+	}
+	t := time.Now()
+	if err := h.applyChartRBAC(ctx); err != nil {
+		return err
+	}
+	// kube-controller-manager aggregates the rules into the crossplane
+	// ClusterRole; core cannot start before.
+	err := wait.Poll(ctx, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
+		cr := &rbacv1.ClusterRole{}
+		if err := h.kube.Get(ctx, types.NamespacedName{Name: coreServiceAccount}, cr); err != nil {
+			return false, nil //nolint:nilerr // Keep waiting.
+		}
+		return len(cr.Rules) > 0, nil
+	})
+	if err != nil {
+		return errors.Wrap(err, "cannot wait for kube-controller-manager to aggregate the crossplane ClusterRole")
+	}
+	if h.coreKubeconfig, err = h.serviceAccountKubeconfig(ctx, coreServiceAccount); err != nil {
+		return err
+	}
+	if h.rbacKubeconfig, err = h.serviceAccountKubeconfig(ctx, rbacServiceAccount); err != nil {
+		return err
+	}
+	h.log.Info("Crossplane core and its RBAC manager run as the Helm chart's ServiceAccounts", "duration", since(t), "core", coreServiceAccount, "rbac-manager", rbacServiceAccount)
+	return nil
+}
+
+// serviceAccountKubeconfig writes a kubeconfig with a token of the named
+// ServiceAccount in Crossplane's namespace and returns its path.
+func (h *Harness) serviceAccountKubeconfig(ctx context.Context, sa string) (string, error) {
+	acct := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: h.opts.Namespace, Name: sa}}
+	tr := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](tokenSeconds)}}
+	if err := h.kube.SubResource("token").Create(ctx, acct, tr); err != nil {
+		return "", errors.Wrapf(err, "cannot request a token for ServiceAccount %s", sa)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["harness"] = &clientcmdapi.Cluster{Server: h.cfg.Host, CertificateAuthorityData: h.cfg.CAData}
+	kc.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Contexts[sa] = &clientcmdapi.Context{Cluster: "harness", AuthInfo: sa}
+	kc.CurrentContext = sa
+	path := filepath.Join(h.dir, "kubeconfig-"+sa)
+	return path, errors.Wrapf(clientcmd.WriteToFile(*kc, path), "cannot write the kubeconfig of ServiceAccount %s", sa)
 }
 
 // startRBACManager runs Crossplane's RBAC manager (`crossplane rbac start`):
@@ -148,7 +211,7 @@ func (h *Harness) startRBACManager(ctx context.Context) error {
 	h.rbac = h.newProcess("crossplane-rbac-manager", Command{
 		Path:    h.tools.Crossplane,
 		Args:    args,
-		Env:     []string{"LEADER_ELECTION=false"},
+		Env:     []string{"LEADER_ELECTION=false", "KUBECONFIG=" + h.rbacKubeconfig},
 		StartIn: func(start func() error) error { return n.do(start) },
 	})
 	if err := h.rbac.Start(); err != nil {
@@ -172,7 +235,7 @@ func (h *Harness) coreInit(ctx context.Context) error {
 		args = append(args, "--activation="+a)
 	}
 	env := append(os.Environ(),
-		"KUBECONFIG="+h.kubeconfig,
+		"KUBECONFIG="+h.coreKubeconfig,
 		"POD_NAMESPACE="+h.opts.Namespace,
 		"POD_SERVICE_ACCOUNT="+DefaultServiceAccount,
 		"CRDS_PATH="+h.tools.CrossplaneCRDs,

@@ -129,6 +129,8 @@ type Harness struct {
 	cfg        *rest.Config
 	kubeconfig string
 	kube       client.Client
+	// What core and the RBAC manager run with (see crossplaneIdentities).
+	coreKubeconfig, rbacKubeconfig string
 
 	registry *loopbackRegistry
 	widgets  *WidgetAPI
@@ -144,6 +146,9 @@ type Harness struct {
 
 	mu       sync.Mutex
 	forwards []net.Listener
+	// apiStarts are the windows in which kube-apiserver started again
+	// (StartAPIServer), with a few seconds' grace.
+	apiStarts [][2]time.Time
 
 	stopOnce sync.Once
 	stopErr  error
@@ -319,14 +324,16 @@ func (h *Harness) openLog(name string) (*os.File, error) {
 // startControllerManager runs kube-controller-manager with only the
 // controllers envtest lacks that Crossplane relies on: the garbage collector
 // (composed resources, package revisions and MRDs are deleted through
-// ownerReferences) and the namespace controller.
+// ownerReferences), the namespace controller, and ClusterRole aggregation
+// (Crossplane's roles, and those the RBAC manager creates for providers and
+// XRDs, aggregate into crossplane, crossplane-admin, -edit and -view).
 func (h *Harness) startControllerManager(ctx context.Context) error {
 	t := time.Now()
 	p := h.newProcess("kube-controller-manager", Command{
 		Path: h.tools.KubeControllerManager,
 		Args: []string{
 			"--kubeconfig=" + h.kubeconfig,
-			"--controllers=garbage-collector-controller,namespace-controller",
+			"--controllers=garbage-collector-controller,namespace-controller,clusterrole-aggregation-controller",
 			"--leader-elect=false",
 			"--secure-port=0",
 			"--use-service-account-credentials=false",
@@ -346,7 +353,7 @@ func (h *Harness) startControllerManager(ctx context.Context) error {
 	case <-ctx.Done():
 		return errors.Wrap(ctx.Err(), "cannot start kube-controller-manager")
 	}
-	h.log.Info("kube-controller-manager running", "duration", since(t), "controllers", "garbage-collector,namespace")
+	h.log.Info("kube-controller-manager running", "duration", since(t), "controllers", "garbage-collector,namespace,clusterrole-aggregation")
 	return nil
 }
 
@@ -515,6 +522,10 @@ func waitHTTP(ctx context.Context, url string) error {
 	})
 }
 
+// apiStartGrace is how long after kube-apiserver reports healthy again
+// Forbidden still counts a refused request as refused while starting.
+const apiStartGrace = 5 * time.Second
+
 // StopAPIServer stops kube-apiserver (etcd keeps running), as a control
 // plane upgrade or crash would: every client of the control plane - core,
 // the RBAC manager, the packages' pods, the node - loses it until
@@ -556,7 +567,11 @@ func (h *Harness) StopAPIServer() error {
 // serves.
 func (h *Harness) StartAPIServer() error {
 	t := time.Now()
-	if err := h.env.StartAPIServer(); err != nil {
+	err := h.env.StartAPIServer()
+	h.mu.Lock()
+	h.apiStarts = append(h.apiStarts, [2]time.Time{t, time.Now().Add(apiStartGrace)})
+	h.mu.Unlock()
+	if err != nil {
 		return errors.Wrap(err, "cannot start kube-apiserver again")
 	}
 	h.log.Info("kube-apiserver serves again", "duration", since(t))

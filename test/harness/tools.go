@@ -34,6 +34,13 @@ type Tools struct {
 	// collected through ownerReferences - and Crossplane relies on that to
 	// delete an XR's composed resources - and deleted namespaces never go.
 	KubeControllerManager string
+	// CrossplaneChart optionally names Crossplane's Helm chart directory
+	// ($CROSSPLANE_CHART, cluster/charts/crossplane of the same module).
+	// With it and KubeControllerManager (whose clusterrole-aggregation
+	// controller fills the chart's aggregated ClusterRoles), core and the
+	// RBAC manager run as the chart's ServiceAccounts with the chart's
+	// permissions; without, with the admin kubeconfig.
+	CrossplaneChart string
 }
 
 // toolVars maps each required Tools field to its environment variable.
@@ -53,7 +60,7 @@ var toolVars = []struct {
 // ErrToolsMissing that names every variable that is unset or points at
 // nothing.
 func ToolsFromEnv() (Tools, error) {
-	t := Tools{KubeControllerManager: os.Getenv("KUBE_CONTROLLER_MANAGER_BIN")}
+	t := Tools{KubeControllerManager: os.Getenv("KUBE_CONTROLLER_MANAGER_BIN"), CrossplaneChart: os.Getenv("CROSSPLANE_CHART")}
 	var missing []string
 	for _, v := range toolVars {
 		p := os.Getenv(v.env)
