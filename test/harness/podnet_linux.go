@@ -17,6 +17,11 @@ import (
 // host, dials for probes and port-forwards) and every process it starts in
 // the pod is created from that thread, so each is born in the pod's
 // namespaces.
+//
+// The thread goes back to the host's namespaces when the pod ends, rather
+// than exiting: it may be the thread that started another child of this
+// process (core, say), and Linux sends a child its parent-death signal when
+// the thread that started it exits, not the process.
 type podNet struct {
 	reqs chan func()
 	done chan struct{}
@@ -26,28 +31,75 @@ type podNet struct {
 func newPodNet(hostname string) (*podNet, error) {
 	n := &podNet{reqs: make(chan func()), done: make(chan struct{})}
 	ready := make(chan error, 1)
-	go func() {
-		// Never unlocked: the thread has left the host's namespaces, so it
-		// must end with this goroutine rather than go back to the pool.
-		runtime.LockOSThread()
-		if err := enterPodNamespaces(hostname); err != nil {
-			ready <- err
-			return
-		}
-		ready <- nil
-		for {
-			select {
-			case fn := <-n.reqs:
-				fn()
-			case <-n.done:
-				return
-			}
-		}
-	}()
+	go n.serve(hostname, ready)
 	if err := <-ready; err != nil {
 		return nil, err
 	}
 	return n, nil
+}
+
+// serve is the pod's thread: it enters the pod's namespaces, reports on
+// ready, runs requests until close, and goes back to the host's namespaces.
+func (n *podNet) serve(hostname string, ready chan<- error) {
+	runtime.LockOSThread()
+	host, err := openNamespaces()
+	if err != nil {
+		runtime.UnlockOSThread()
+		ready <- err
+		return
+	}
+	defer host.close()
+	// Unlock only once back home; a thread that cannot go home ends with
+	// this goroutine.
+	goHome := func() {
+		if host.restore() == nil {
+			runtime.UnlockOSThread()
+		}
+	}
+	if err := enterPodNamespaces(hostname); err != nil {
+		goHome()
+		ready <- err
+		return
+	}
+	ready <- nil
+	for {
+		select {
+		case fn := <-n.reqs:
+			fn()
+		case <-n.done:
+			goHome()
+			return
+		}
+	}
+}
+
+// namespaces are open handles on a thread's network and UTS namespaces.
+type namespaces struct{ net, uts int }
+
+func openNamespaces() (*namespaces, error) {
+	netFD, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot open the host's network namespace")
+	}
+	utsFD, err := unix.Open("/proc/thread-self/ns/uts", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		_ = unix.Close(netFD)
+		return nil, errors.Wrap(err, "cannot open the host's UTS namespace")
+	}
+	return &namespaces{net: netFD, uts: utsFD}, nil
+}
+
+// restore moves the calling thread back into the namespaces.
+func (ns *namespaces) restore() error {
+	if err := unix.Setns(ns.net, unix.CLONE_NEWNET); err != nil {
+		return err
+	}
+	return unix.Setns(ns.uts, unix.CLONE_NEWUTS)
+}
+
+func (ns *namespaces) close() {
+	_ = unix.Close(ns.net)
+	_ = unix.Close(ns.uts)
 }
 
 func enterPodNamespaces(hostname string) error {
