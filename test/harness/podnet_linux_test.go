@@ -45,7 +45,7 @@ func TestPodNetSparesOtherChildren(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	defer child.Stop() //nolint:errcheck // Best effort.
+	defer child.Stop()
 	// The goroutine has ended; had it taken its thread with it, the child
 	// got SIGKILL.
 	time.Sleep(200 * time.Millisecond)
