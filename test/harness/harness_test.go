@@ -75,6 +75,7 @@ func TestToolsFromEnv(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			t.Setenv("KUBE_CONTROLLER_MANAGER_BIN", "")
+			t.Setenv("CROSSPLANE_CHART", "")
 			got, err := ToolsFromEnv()
 			if diff := cmp.Diff(tc.err, err, cmpopts.EquateErrors()); diff != "" {
 				t.Errorf("%s\nToolsFromEnv(): -want error, +got error:\n%s", tc.reason, diff)
