@@ -136,7 +136,8 @@ func failoverMarkdown(fs []failover) string {
 	w("| | median | min | max |\n|---|---:|---:|---:|\n")
 	w("| new leader after the kill | %s | %s | %s |\n", secs(medianD(take)), secs(quantile(take, 0)), secs(quantile(take, 1)))
 	w("| claim created at the kill Ready | %s | %s | %s |\n\n", secs(medianD(ready)), secs(quantile(ready, 0)), secs(quantile(ready, 1)))
-	w("A standby takes over only when the dead leader's lease has expired, so the new leader arrives between\n")
-	w("`--lease-duration` and `--lease-duration` + `--retry-period` after the leader's last renewal.\n\n")
+	w("A standby takes over only once the dead leader's lease has expired: `--lease-duration` after the leader's\n")
+	w("last renewal (at most a `--retry-period` before the kill), noticed at the standby's next try (every\n")
+	w("`--retry-period`, which client-go jitters by up to 20%%).\n\n")
 	return b.String()
 }
