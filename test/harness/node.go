@@ -401,7 +401,7 @@ func (n *node) dialService(ctx context.Context, svc *service, sp corev1.ServiceP
 			last = err
 			continue
 		}
-		c, err := p.net.dial(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		c, err := p.dial(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err == nil {
 			return c, nil
 		}

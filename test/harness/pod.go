@@ -105,6 +105,17 @@ func newPod(e *podEnv, deploy, hash string, labels map[string]string, spec corev
 	}
 }
 
+// dial connects to addr inside the pod, once its sandbox exists.
+func (p *pod) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	p.mu.Lock()
+	n := p.net
+	p.mu.Unlock()
+	if n == nil {
+		return nil, errors.Errorf("pod %s has no sandbox yet", p.name)
+	}
+	return n.dial(ctx, network, addr)
+}
+
 // logPath is where the container logs, across restarts.
 func (p *pod) logPath() string { return filepath.Join(p.logDir, "pod-"+p.name+".log") }
 
@@ -156,8 +167,11 @@ func (p *pod) stop() error {
 	for _, l := range p.listeners {
 		_ = l.Close()
 	}
-	if p.net != nil {
-		p.net.close()
+	p.mu.Lock()
+	n := p.net
+	p.mu.Unlock()
+	if n != nil {
+		n.close()
 	}
 	p.setState(false, "Terminated")
 	return err
@@ -218,7 +232,9 @@ func (p *pod) sandbox(_ context.Context) error {
 	if err != nil {
 		return err
 	}
+	p.mu.Lock()
 	p.net = n
+	p.mu.Unlock()
 	addrs := append([]string{net.JoinHostPort(p.env.apiHost, p.env.apiPort)}, p.env.hostPorts...)
 	for _, a := range addrs {
 		l, err := n.listen(a)
@@ -694,7 +710,7 @@ func (r *prober) check(ctx context.Context) error {
 		if h.HTTPGet.Scheme == corev1.URISchemeHTTPS {
 			return errors.New("the harness's node probes only over HTTP")
 		}
-		hc := &http.Client{Transport: &http.Transport{DialContext: r.p.net.dial, DisableKeepAlives: true}}
+		hc := &http.Client{Transport: &http.Transport{DialContext: r.p.dial, DisableKeepAlives: true}}
 		u := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) + h.HTTPGet.Path
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
@@ -715,7 +731,7 @@ func (r *prober) check(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		c, err := r.p.net.dial(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		c, err := r.p.dial(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
 			return err
 		}

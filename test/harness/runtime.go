@@ -165,7 +165,7 @@ func (r *Runtime) Forward(port int) (string, error) {
 			if !p.Ready() {
 				continue
 			}
-			c, err := p.p.net.dial(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			c, err := p.p.dial(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 			if err == nil {
 				return c, nil
 			}
@@ -214,7 +214,7 @@ func (p *Pod) Kill() error {
 // `kubectl port-forward pod/NAME`).
 func (p *Pod) Forward(port int) (string, error) {
 	return p.h.forward(func(ctx context.Context) (net.Conn, error) {
-		return p.p.net.dial(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		return p.p.dial(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	})
 }
 
