@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
@@ -101,11 +99,8 @@ func (e *e2eEnv) failOver(ctx context.Context, c *unstructured.Unstructured) (fa
 }
 
 func (e *e2eEnv) leaseHolder(ctx context.Context) string {
-	l := &coordinationv1.Lease{}
-	if err := e.h.Client().Get(ctx, types.NamespacedName{Namespace: e.h.Namespace(), Name: platform.LeaseName}, l); err != nil || l.Spec.HolderIdentity == nil {
-		return ""
-	}
-	return *l.Spec.HolderIdentity
+	h, _ := e.p.LeaseHolder(ctx)
+	return h
 }
 
 func allReady(e *e2eEnv) bool {

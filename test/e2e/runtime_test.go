@@ -13,9 +13,7 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -265,13 +263,10 @@ func (s *scenario) leader() *harness.Pod {
 	return p
 }
 
-// leaseHolder is the holder identity of provider-widget's lease.
+// leaseHolder is the holder identity of provider-widget's lease, or "".
 func leaseHolder(s *scenario) string {
-	l := &coordinationv1.Lease{}
-	if err := suite.kube.Get(s.ctx, types.NamespacedName{Namespace: suite.h.Namespace(), Name: platform.LeaseName}, l); err != nil || l.Spec.HolderIdentity == nil {
-		return ""
-	}
-	return *l.Spec.HolderIdentity
+	h, _ := suite.p.LeaseHolder(s.ctx)
+	return h
 }
 
 // reconciles is how many reconciles a provider pod's controllers have run.

@@ -202,13 +202,22 @@ func runtimeConfigs(ctx context.Context, c client.Client, o Options) error {
 	return Create(ctx, c, objs...)
 }
 
-// Leader returns the provider pod that holds the leader election lease.
-func (p *Platform) Leader(ctx context.Context) (*harness.Pod, error) {
+// LeaseHolder returns the identity that holds provider-widget's leader
+// election lease: "<pod name>_<uuid>".
+func (p *Platform) LeaseHolder(ctx context.Context) (string, error) {
 	l := &coordinationv1.Lease{}
 	if err := p.h.Client().Get(ctx, types.NamespacedName{Namespace: p.h.Namespace(), Name: LeaseName}, l); err != nil {
-		return nil, errors.Wrap(err, "cannot get provider-widget's leader election lease")
+		return "", errors.Wrap(err, "cannot get provider-widget's leader election lease")
 	}
-	holder := ptrDeref(l.Spec.HolderIdentity)
+	return ptrDeref(l.Spec.HolderIdentity), nil
+}
+
+// Leader returns the provider pod that holds the leader election lease.
+func (p *Platform) Leader(ctx context.Context) (*harness.Pod, error) {
+	holder, err := p.LeaseHolder(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for _, pod := range p.Provider.Pods() {
 		// The holder identity is <hostname>_<uuid>; a pod's hostname is its name.
 		if strings.HasPrefix(holder, pod.Name()+"_") {
