@@ -7,7 +7,14 @@
 SHELL := /usr/bin/env bash -o pipefail
 .DEFAULT_GOAL := help
 
-VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+# A semantic version derived from git (v1.2.3 on a tag, v1.2.4-dev.5.gabcdef0
+# after it, -dirty with uncommitted changes; `go run ./package/build version`),
+# computed once and only when a target needs it. Crossplane resolves the
+# Configuration's dependencies by it.
+VERSION    ?= $(eval VERSION := $(shell $(GO) run ./package/build version 2>/dev/null || echo v0.0.0-dev))$(VERSION)
+# Where the Configuration's dependencies are published (make publish pushes
+# all three packages there).
+REGISTRY   ?= ghcr.io/widgetco
 OUTPUT_DIR := _output
 BIN_DIR    := $(OUTPUT_DIR)/bin
 GO         ?= go
@@ -56,7 +63,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 XPKG_ARCHS ?= amd64,arm64
 
 .PHONY: build
-build: binaries xpkg ## Build the binaries into _output/bin and the provider and function packages into _output/xpkg.
+build: binaries xpkg ## Build the binaries into _output/bin and the provider, function and configuration packages into _output/xpkg.
 
 .PHONY: binaries
 binaries: ## Build provider-widget, function-widget and widget-api for this machine into _output/bin.
@@ -66,13 +73,13 @@ binaries: ## Build provider-widget, function-widget and widget-api for this mach
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/widget-api ./widgetapi/cmd/widget-api
 
 .PHONY: xpkg
-xpkg: ## Build provider-widget and function-widget .xpkg packages for linux/amd64 and linux/arm64 into _output/xpkg (no Docker).
+xpkg: ## Build provider-widget and function-widget .xpkg packages for linux/amd64 and linux/arm64, and configuration-widget depending on them in $(REGISTRY), into _output/xpkg (no Docker).
 	@$(TOOLS) crank
-	CRANK_BIN="$$($(TOOLS) path crank)" $(GO) run ./package/build xpkg --version $(VERSION) --arch $(XPKG_ARCHS) --output-dir $(OUTPUT_DIR)
+	CRANK_BIN="$$($(TOOLS) path crank)" $(GO) run ./package/build xpkg --version $(VERSION) --arch $(XPKG_ARCHS) --output-dir $(OUTPUT_DIR) --registry $(REGISTRY)
 
 .PHONY: publish
-publish: xpkg ## Push both packages as multi-arch images to $(REGISTRY)/<package>:$(VERSION), e.g. make publish REGISTRY=xpkg.example.com/widgetco.
-	@test -n "$(REGISTRY)" || { echo "publish: set REGISTRY, e.g. make publish REGISTRY=xpkg.example.com/widgetco" >&2; exit 1; }
+publish: xpkg ## Push the provider and function as multi-arch images, then the Configuration, to $(REGISTRY)/<package>:$(VERSION), e.g. make publish REGISTRY=xpkg.example.com/widgetco.
+	@test "$(origin REGISTRY)" = "command line" -o "$(origin REGISTRY)" = "environment" || { echo "publish: say where to push, e.g. make publish REGISTRY=xpkg.example.com/widgetco" >&2; exit 1; }
 	CRANK_BIN="$$($(TOOLS) path crank)" $(GO) run ./package/build publish --version $(VERSION) --arch $(XPKG_ARCHS) --output-dir $(OUTPUT_DIR) --registry $(REGISTRY)
 
 ##@ Test
@@ -87,7 +94,7 @@ unit: ## Run go test ./... except the e2e suite (with -race); the integration ti
 .PHONY: e2e
 e2e: tools ## End-to-end suite on a local Crossplane: packages installed and run as Crossplane runs them, claims and XWidgets Ready, drift, crashes, failover, API server restart, deletion (~4.5 min).
 	@# Only this machine's architecture: the suite runs these packages' images.
-	$(MAKE) xpkg XPKG_ARCHS=$$($(GO) env GOARCH)
+	$(MAKE) xpkg XPKG_ARCHS=$$($(GO) env GOARCH) VERSION=$(VERSION)
 	eval "$$($(TOOLS) env)" && $(GO) test $(GO_TEST_FLAGS) -v -timeout 30m ./test/e2e
 
 FUZZTIME ?= 30s
@@ -110,7 +117,7 @@ bench: build ## Run the benchmarks and write docs/benchmarks.md (not part of mak
 
 .PHONY: demo
 demo: tools ## Local Crossplane with both packages, an example XWidget and a claim going Ready; stays up until Ctrl-C (DEMO_FLAGS=--debug).
-	$(MAKE) xpkg XPKG_ARCHS=$$($(GO) env GOARCH)
+	$(MAKE) xpkg XPKG_ARCHS=$$($(GO) env GOARCH) VERSION=$(VERSION)
 	$(GO) build -o $(BIN_DIR)/demo ./test/demo
 	eval "$$($(TOOLS) env)" && exec $(BIN_DIR)/demo $(DEMO_FLAGS)
 

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/widgetco/crossplane-widget/function/input/v1beta1"
+	validatecli "github.com/widgetco/crossplane-widget/test/lib/validate"
 )
 
 // The XRDs and CRDs the examples are validated against.
@@ -49,7 +48,7 @@ func TestValidate(t *testing.T) {
 	if err != nil {
 		t.Fatalf("crossplane beta validate should accept the examples and the rendered output: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, " 0 failure cases") || strings.Contains(out, "[x]") {
+	if !validatecli.Clean(out) {
 		t.Errorf("crossplane beta validate should report no failures:\n%s", out)
 	}
 }
@@ -107,26 +106,11 @@ func TestValidateRejects(t *testing.T) {
 	}
 }
 
-// validate runs `crossplane beta validate` of the supplied resources against
-// the extensions, offline: its cache holds a copy of Crossplane's CRDs under
-// the image name it is told to use, so it downloads nothing.
+// validate runs `crossplane beta validate` of the supplied resources (comma
+// separated) against the extensions, offline.
 func validate(t *testing.T, resources string) (string, error) {
 	t.Helper()
-	crank, crds := os.Getenv("CRANK_BIN"), os.Getenv("CROSSPLANE_CRDS")
-	if crank == "" || crds == "" {
-		t.Skip(`CRANK_BIN or CROSSPLANE_CRDS is not set: run eval "$(bash hack/tools.sh env)" (after make tools) to validate the examples with the Crossplane CLI`)
-	}
-	cache := t.TempDir()
-	if err := os.CopyFS(filepath.Join(cache, "xpkg.crossplane.io", "crossplane", "crossplane@v2.4.0"), os.DirFS(crds)); err != nil {
-		t.Fatalf("cannot seed the validate cache with Crossplane's CRDs: %v", err)
-	}
-	cmd := exec.CommandContext(t.Context(), crank, "beta", "validate", strings.Join(extensions, ","), resources,
-		"--cache-dir", cache, "--crossplane-image", "xpkg.crossplane.io/crossplane/crossplane:v2.4.0")
-	cmd.Dir = repoRoot
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	return out.String(), err
+	return validatecli.Run(t, repoRoot, extensions, strings.Split(resources, ","))
 }
 
 // withoutKind removes the YAML documents that contain marker from a stream.

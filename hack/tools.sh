@@ -9,7 +9,7 @@
 #     module version. Each tool has its own tiny module under tools/<name>/ with
 #     a committed go.sum, which keeps these huge dependency graphs out of the
 #     product's go.mod and lets the same module path appear at two versions
-#     (crossplane/v2 v2.4.0 for core, v2.2.1 for the CLI).
+#     (crossplane/v2 v2.4.2 for core, v2.2.1 for the CLI).
 #   * The first build is slow (kube-apiserver and Crossplane core take minutes
 #     on 2 cores), so binaries are cached OUTSIDE the clone, keyed by
 #     name + version + a hash of the tool's go.mod, go.sum and build recipe.
@@ -92,11 +92,11 @@ tool_recipe() {
 		T_PKG=go.etcd.io/etcd/server/v3 T_ETA="~1 min" T_ENV=TEST_ASSET_ETCD
 		;;
 	crossplane)
-		T_VERSION=v2.4.0 T_MODDIR=crossplane T_BIN=crossplane
+		T_VERSION=v2.4.2 T_MODDIR=crossplane T_BIN=crossplane
 		T_PKG=github.com/crossplane/crossplane/v2/cmd/crossplane T_ETA="~4 min" T_ENV=CROSSPLANE_BIN
 		# Crossplane checks packages' spec.crossplane.version constraints
 		# against this; unset, every constrained package fails to install.
-		T_LDFLAGS+=" -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=v2.4.0"
+		T_LDFLAGS+=" -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=v2.4.2"
 		# `crossplane core init` reads these from disk (CRDS_PATH and, with
 		# webhooks enabled, WEBHOOK_CONFIGS_PATH); the release image ships
 		# them as /crds and /webhookconfigurations. Take them from the very

@@ -1,14 +1,16 @@
 // Command build builds the runtime images and Crossplane packages (.xpkg) of
-// provider-widget and function-widget without Docker, and publishes them.
+// provider-widget and function-widget and the configuration-widget package
+// that depends on them, without Docker, and publishes them.
 //
 //	go run ./package/build xpkg --crank "$(bash hack/tools.sh path crank)"
 //	go run ./package/build publish --registry xpkg.example.com/widgetco --crank ...
+//	go run ./package/build version
 //	go run ./package/build image --package provider-widget --arch arm64 \
 //	    --binary _output/bin/linux_arm64/provider-widget --out provider.tar
 //
 // Run it from the repository root (or pass --repo-root). The version,
-// revision and creation time default to `git describe --tags --always
-// --dirty`, the checked-out commit and its commit time (SOURCE_DATE_EPOCH
+// revision and creation time default to a semantic version derived from git
+// (see xpkg.Semver), the checked-out commit and its commit time (SOURCE_DATE_EPOCH
 // overrides the time), so building a commit twice gives the same digests.
 package main
 
@@ -31,13 +33,13 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/widgetco/crossplane-widget/package/image"
-	"github.com/widgetco/crossplane-widget/package/internal/xpkg"
+	"github.com/widgetco/crossplane-widget/package/xpkg"
 )
 
 // commitFlags say what is being built. Unset ones come from git.
 type commitFlags struct {
 	RepoRoot        string `default:"."    help:"Repository root." type:"existingdir"`
-	Version         string `help:"Version of the packages: binaries' main.version, OCI labels, file names and the pushed tag (default: git describe --tags --always --dirty)."`
+	Version         string `help:"Semantic version of the packages: binaries' main.version, OCI labels, file names, the pushed tag and the Configuration's dependency constraints (default: derived from git, see the version command)."`
 	Revision        string `help:"Commit for the org.opencontainers.image.revision label (default: git rev-parse HEAD)."`
 	SourceDateEpoch string `env:"SOURCE_DATE_EPOCH" help:"Creation time of the images and their files, in Unix seconds (default: the commit time)."`
 }
@@ -83,8 +85,8 @@ func (c *commitFlags) builder(ctx context.Context, out string, log io.Writer) (*
 
 // packageFlags select packages and architectures.
 type packageFlags struct {
-	Package []string `default:"provider-widget,function-widget" help:"Packages to build." enum:"provider-widget,function-widget"`
-	Arch    []string `default:"amd64,arm64"                     help:"Architectures (GOARCH) to build for."   enum:"amd64,arm64"`
+	Package []string `default:"provider-widget,function-widget,configuration-widget" help:"Packages to build." enum:"provider-widget,function-widget,configuration-widget"`
+	Arch    []string `default:"amd64,arm64"                                          help:"Architectures (GOARCH) to build the provider and function for."   enum:"amd64,arm64"`
 }
 
 // Validate refuses a package or architecture named twice, which would build
@@ -100,16 +102,23 @@ func (f *packageFlags) Validate() error {
 	return nil
 }
 
-func (f *packageFlags) packages() ([]xpkg.Package, error) {
+// packages returns the selected packages with a runtime, and whether the
+// Configuration is selected.
+func (f *packageFlags) packages() ([]xpkg.Package, bool, error) {
 	ps := make([]xpkg.Package, 0, len(f.Package))
+	config := false
 	for _, n := range f.Package {
+		if n == xpkg.Configuration.Name {
+			config = true
+			continue
+		}
 		p, err := xpkg.Lookup(n)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		ps = append(ps, p)
 	}
-	return ps, nil
+	return ps, config, nil
 }
 
 type xpkgCmd struct {
@@ -117,6 +126,7 @@ type xpkgCmd struct {
 	packageFlags
 
 	OutputDir string `default:"_output" help:"Directory for image/ (runtime image tarballs) and xpkg/ (packages)."`
+	Registry  string `default:"${default_registry}" help:"Registry and path the Configuration's dependencies are published to (make publish pushes there)."`
 	BinDir    string `help:"Directory for linux_<arch>/<package> binaries (default: <output-dir>/bin)."`
 	NoCompile bool   `help:"Use the binaries already in --bin-dir instead of compiling them."`
 	Crank     string `env:"CRANK_BIN" help:"The Crossplane CLI (bash hack/tools.sh path crank)." required:""`
@@ -129,7 +139,7 @@ func (c *xpkgCmd) Run(e *env) error {
 		return err
 	}
 	b.BinDir, b.Crank = c.BinDir, c.Crank
-	ps, err := c.packages()
+	ps, config, err := c.packages()
 	if err != nil {
 		return err
 	}
@@ -144,7 +154,11 @@ func (c *xpkgCmd) Run(e *env) error {
 		}
 	}
 	// Packaging is mostly compressing the binaries: one per CPU at a time.
-	arts := make([]xpkg.Artifact, len(ps)*len(c.Arch))
+	n := len(ps) * len(c.Arch)
+	arts := make([]xpkg.Artifact, n, n+1)
+	if config {
+		arts = arts[:n+1]
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.NumCPU())
 	for i, p := range ps {
@@ -155,6 +169,14 @@ func (c *xpkgCmd) Run(e *env) error {
 				return err
 			})
 		}
+	}
+	if config {
+		g.Go(func() error {
+			a, err := b.BuildConfiguration(gctx, xpkg.Configuration, c.Registry)
+			a.Arch = "-"
+			arts[n] = a
+			return err
+		})
 	}
 	if err := g.Wait(); err != nil {
 		return err
@@ -172,13 +194,23 @@ func summary(w io.Writer, root string, arts []xpkg.Artifact) error {
 		if r, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(r, "..") {
 			p = r
 		}
+		compressed, uncompressed := mb(a.ImageSizes.Compressed), mb(a.ImageSizes.Uncompressed)
+		if a.Image == "" { // a Configuration has no runtime image
+			compressed, uncompressed = "-", "-"
+		}
 		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Package, a.Arch,
-			mb(a.ImageSizes.Compressed), mb(a.ImageSizes.Uncompressed), mb(a.XpkgSize), a.Duration.Round(100*time.Millisecond), p)
+			compressed, uncompressed, mb(a.XpkgSize), a.Duration.Round(100*time.Millisecond), p)
 	}
 	return errors.Wrap(tw.Flush(), "cannot print summary")
 }
 
-func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
+// mb formats a size in MB (10^6 bytes), or in kB when it is below 0.1 MB.
+func mb(n int64) string {
+	if n < 100_000 {
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+}
 
 type publishCmd struct {
 	commitFlags
@@ -200,10 +232,12 @@ func (c *publishCmd) Run(e *env) error {
 	if xpkg.Dirty(b.Version) && !c.AllowDirty {
 		return errors.Errorf("version %s was built from uncommitted changes: commit (and tag) first, or pass --allow-dirty", b.Version)
 	}
-	ps, err := c.packages()
+	ps, config, err := c.packages()
 	if err != nil {
 		return err
 	}
+	// Dependencies first: a Configuration in the registry can always be
+	// resolved.
 	for _, p := range ps {
 		ref, err := b.Publish(ctx, p, c.Arch, c.Registry)
 		if err != nil {
@@ -211,6 +245,31 @@ func (c *publishCmd) Run(e *env) error {
 		}
 		_, _ = fmt.Fprintln(stdout, ref)
 	}
+	if !config {
+		return nil
+	}
+	// Built again for this registry: its dependsOn names it.
+	if _, err := b.BuildConfiguration(ctx, xpkg.Configuration, c.Registry); err != nil {
+		return err
+	}
+	ref, err := b.PublishConfiguration(ctx, xpkg.Configuration, c.Registry)
+	if err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintln(stdout, ref)
+	return nil
+}
+
+type versionCmd struct {
+	RepoRoot string `default:"." help:"Repository root." type:"existingdir"`
+}
+
+func (c *versionCmd) Run(e *env) error {
+	gc, err := xpkg.FromGit(e.ctx, c.RepoRoot)
+	if err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintln(e.stdout, gc.Version)
 	return nil
 }
 
@@ -269,9 +328,10 @@ type env struct {
 }
 
 type cli struct {
-	Xpkg    xpkgCmd    `cmd:"" help:"Compile the binaries and build the runtime images and .xpkg packages (_output/xpkg/<package>-<version>-<arch>.xpkg)."`
-	Publish publishCmd `cmd:"" help:"Push the packages xpkg built as multi-arch images (crossplane xpkg push -f a.xpkg,b.xpkg)."`
+	Xpkg    xpkgCmd    `cmd:"" help:"Compile the binaries and build the runtime images and .xpkg packages (_output/xpkg/<package>-<version>-<arch>.xpkg, configuration-widget-<version>.xpkg)."`
+	Publish publishCmd `cmd:"" help:"Push the packages xpkg built as multi-arch images (crossplane xpkg push -f a.xpkg,b.xpkg), then the Configuration built for the registry."`
 	Image   imageCmd   `cmd:"" help:"Build one runtime image tarball from a static binary."`
+	Version versionCmd `cmd:"" help:"Print the semantic version builds of the checked-out commit get."`
 }
 
 func main() {
@@ -279,7 +339,8 @@ func main() {
 	defer stop()
 	k := kong.Parse(&cli{},
 		kong.Name("build"),
-		kong.Description("Build and publish the Crossplane packages of provider-widget and function-widget without Docker."),
+		kong.Description("Build and publish the Crossplane packages of provider-widget, function-widget and configuration-widget without Docker."),
+		kong.Vars{"default_registry": xpkg.DefaultRegistry},
 		kong.UsageOnError())
 	err := k.Run(&env{ctx: ctx, stdout: os.Stdout, stderr: os.Stderr})
 	stop()

@@ -120,10 +120,11 @@ func TestPackageFlagsValidate(t *testing.T) {
 		flags   packageFlags
 		wantErr bool
 	}{
-		"Defaults":      {reason: "Both packages for both architectures.", flags: packageFlags{Package: []string{"provider-widget", "function-widget"}, Arch: []string{"amd64", "arm64"}}},
+		"Defaults":      {reason: "All three packages, the provider and function for both architectures.", flags: packageFlags{Package: []string{"provider-widget", "function-widget", "configuration-widget"}, Arch: []string{"amd64", "arm64"}}},
 		"TwiceArch":     {reason: "An architecture named twice would build the same files concurrently.", flags: packageFlags{Package: []string{"provider-widget"}, Arch: []string{"amd64", "amd64"}}, wantErr: true},
 		"TwicePackage":  {reason: "A package named twice would build the same files concurrently.", flags: packageFlags{Package: []string{"function-widget", "function-widget"}, Arch: []string{"arm64"}}, wantErr: true},
 		"OnePackageOne": {reason: "One package for one architecture.", flags: packageFlags{Package: []string{"function-widget"}, Arch: []string{"arm64"}}},
+		"Configuration": {reason: "The Configuration alone.", flags: packageFlags{Package: []string{"configuration-widget"}, Arch: []string{"amd64"}}},
 	}
 	for n, tc := range cases {
 		t.Run(n, func(t *testing.T) {

@@ -82,7 +82,7 @@ func startE2E(t *testing.T, b *bench, providerArgs ...string) *e2eEnv {
 		}
 	}()
 	env.p, err = platform.Install(ctx, h, platform.Options{
-		Root: b.root, Packages: pkgs, Token: e2eToken, Log: log,
+		Root: b.root, Packages: pkgs, Crank: tools.Crank, Token: e2eToken, Log: log,
 		ProviderArgs: append(envArgs("WIDGET_BENCH_E2E_PROVIDER_ARGS"), providerArgs...),
 	})
 	if err != nil {

@@ -32,7 +32,7 @@ func e2eMarkdown(t *testing.T, b *bench, e *e2eEnv, rs []*e2eRun) string {
 	if e.kcm {
 		w("kube-controller-manager (garbage\ncollector and namespace controllers), ")
 	}
-	w("Crossplane core v2.4.0 outside a cluster with its default flags\n")
+	w("Crossplane core v2.4.2 outside a cluster with its default flags\n")
 	w("(`core start --package-runtime=External --webhook-enabled=false` plus cache, TLS and port flags; no\n")
 	w("`--debug`)%s, and provider-widget and function-widget installed through Crossplane's package manager from\n", flagsNote("WIDGET_BENCH_E2E_CORE_ARGS", "and"))
 	w("%s, their runtimes played by the harness: the binaries of the working tree (`go build`) with\n", pkgNames(e.pkgs))

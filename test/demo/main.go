@@ -1,8 +1,9 @@
 // Command demo is `make demo`: it starts a local Crossplane control plane
-// (package harness), installs provider-widget and function-widget from their
-// packages, points the provider at a local Widget API, publishes the
-// XWidget API, applies the example XWidget and WidgetClaim, and shows them
-// going Ready. It then prints what to try and stays up until Ctrl-C, which
+// (package harness), publishes the three packages to a loopback registry,
+// installs configuration-widget (the XWidget API), which makes Crossplane
+// install provider-widget and function-widget, points the provider at a
+// local Widget API, applies the example XWidget and WidgetClaim, and shows
+// them going Ready. It then prints what to try and stays up until Ctrl-C, which
 // tears everything down.
 package main
 
@@ -122,12 +123,15 @@ func run(c *cli) error { // A linear sequence of steps.
 		return err
 	}
 
-	say("Installing function-widget and provider-widget through Crossplane's package manager ...")
-	if _, err := platform.Install(ctx, h, platform.Options{
-		Root: root, Packages: pkgs, Token: demoToken, ProviderArgs: provArgs, Log: log,
-	}); err != nil {
+	say("Publishing provider-widget, function-widget and configuration-widget %s to the loopback registry %s, then installing only the Configuration: Crossplane's package manager resolves and installs the provider and the function ...", pkgs.Version, platform.Registry(h))
+	p, err := platform.Install(ctx, h, platform.Options{
+		Root: root, Packages: pkgs, Crank: tools.Crank, Token: demoToken, ProviderArgs: provArgs, Log: log,
+	})
+	if err != nil {
 		return interrupted(err)
 	}
+	say("Installed Configuration %s; Crossplane installed its dependencies as Provider %s and Function %s (%d and %d pods).",
+		p.Configuration, platform.ProviderName, platform.FunctionName, len(p.Provider.Pods()), len(p.Function.Pods()))
 	objs, err := applyExamples(ctx, h, root)
 	if err != nil {
 		return interrupted(err)

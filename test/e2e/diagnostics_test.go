@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/widgetco/crossplane-widget/test/lib/platform"
 )
 
 // TestDiagnostics checks what a failing scenario leaves for whoever debugs
@@ -51,7 +53,7 @@ func TestDiagnostics(t *testing.T) {
 		"summary.txt": "XWidget",
 		"resources/xwidgets.platform.widgetco.io.yaml": "name: " + xr.GetName(),
 		"events.txt": s.ns,
-		"pods.txt":   "provider-widget",
+		"pods.txt":   platform.ProviderName,
 	} {
 		if b, _ := os.ReadFile(filepath.Join(dir, f)); !strings.Contains(string(b), want) {
 			t.Errorf("diagnostics' %s does not mention %q", f, want)
@@ -60,7 +62,7 @@ func TestDiagnostics(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, "errors.txt")); err == nil {
 		t.Errorf("diagnostics reported errors:\n%s", b)
 	}
-	for _, pkg := range []string{"provider-widget", "function-widget"} {
+	for _, pkg := range []string{platform.ProviderName, platform.FunctionName} {
 		if m, _ := filepath.Glob(filepath.Join(dir, "logs", "pod-"+pkg+"-*.log")); len(m) == 0 {
 			t.Errorf("diagnostics lack the logs of %s's pods (logs/pod-%s-*.log)", pkg, pkg)
 		}

@@ -41,6 +41,9 @@ type Forbidden struct {
 	// starting again (StartAPIServer): it serves before its RBAC authorizer
 	// has read every role, and refuses what the roles allow for a moment.
 	Starting bool
+	// Rollout is true for requests refused while a package revision was
+	// being replaced (ExpectRollout).
+	Rollout bool
 }
 
 func (f Forbidden) String() string {
@@ -54,6 +57,9 @@ func (f Forbidden) String() string {
 	when := ""
 	if f.Starting {
 		when = ", while kube-apiserver was starting"
+	}
+	if f.Rollout {
+		when += ", during a package rollout"
 	}
 	return fmt.Sprintf("%s may not %s %s (%d times%s)", f.User, f.Verb, obj, f.Count, when)
 }
@@ -79,7 +85,11 @@ func (h *Harness) Forbidden() ([]Forbidden, error) {
 	}
 	h.mu.Lock()
 	starts := slices.Clone(h.apiStarts)
+	rollouts := slices.Clone(h.rollouts)
 	h.mu.Unlock()
+	within := func(ws [][2]time.Time, t time.Time) bool {
+		return slices.ContainsFunc(ws, func(w [2]time.Time) bool { return !t.Before(w[0]) && !t.After(w[1]) })
+	}
 	seen := map[Forbidden]int{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), maxAuditLine)
@@ -98,8 +108,10 @@ func (h *Harness) Forbidden() ([]Forbidden, error) {
 		if e.ObjectRef.APIGroup != "" {
 			r += "." + e.ObjectRef.APIGroup
 		}
-		starting := slices.ContainsFunc(starts, func(w [2]time.Time) bool { return !e.Received.Before(w[0]) && !e.Received.After(w[1]) })
-		seen[Forbidden{User: e.User.Username, Verb: e.Verb, Resource: r, Namespace: e.ObjectRef.Namespace, Name: e.ObjectRef.Name, Starting: starting}]++
+		seen[Forbidden{
+			User: e.User.Username, Verb: e.Verb, Resource: r, Namespace: e.ObjectRef.Namespace, Name: e.ObjectRef.Name,
+			Starting: within(starts, e.Received), Rollout: within(rollouts, e.Received),
+		}]++
 	}
 	if err := sc.Err(); err != nil {
 		return nil, errors.Wrap(err, "cannot read kube-apiserver's audit log")
@@ -111,6 +123,23 @@ func (h *Harness) Forbidden() ([]Forbidden, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out, nil
+}
+
+// ExpectRollout marks the time from now until done is called as a package
+// rollout: a Provider or Function gets a new revision (an upgrade, another
+// runtime config). Crossplane gives each revision its own ServiceAccount, so
+// for a moment the outgoing pods run with a ServiceAccount whose binding is
+// gone and the incoming ones with one the RBAC manager has not bound yet;
+// Forbidden marks what kube-apiserver refused then as Rollout. Call done
+// once the old pods are gone (DependencyProvider and DependencyFunction wait
+// for that).
+func (h *Harness) ExpectRollout() (done func()) {
+	start := time.Now()
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.rollouts = append(h.rollouts, [2]time.Time{start, time.Now()})
+	}
 }
 
 func (h *Harness) auditLog() string { return h.dir + "/logs/kube-apiserver-audit.log" }

@@ -1,6 +1,6 @@
 // Package harness runs a local Crossplane control plane for the end-to-end
 // tests and `make demo`: etcd and kube-apiserver (controller-runtime's
-// envtest, with an audit log), Crossplane core v2.4.0 with its Deployment
+// envtest, with an audit log), Crossplane core v2.4.2 with its Deployment
 // package runtime and its RBAC manager, a loopback OCI registry, optionally
 // kube-controller-manager (garbage collection) and the reference Widget API
 // server. It installs Function and Provider packages through Crossplane's
@@ -54,8 +54,10 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	xpextv1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1"
 	xpextv1alpha1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1alpha1"
 	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
+	pkgv1beta1 "github.com/crossplane/crossplane/apis/v2/pkg/v1beta1"
 
 	"github.com/widgetco/crossplane-widget/test/lib/kube"
 	"github.com/widgetco/crossplane-widget/test/lib/proc"
@@ -149,6 +151,9 @@ type Harness struct {
 	// apiStarts are the windows in which kube-apiserver started again
 	// (StartAPIServer), with a few seconds' grace.
 	apiStarts [][2]time.Time
+	// rollouts are the windows in which a package revision was replaced
+	// (ExpectRollout).
+	rollouts [][2]time.Time
 
 	stopOnce sync.Once
 	stopErr  error
@@ -493,6 +498,8 @@ func scheme() *runtime.Scheme {
 		clientgoscheme.AddToScheme,
 		extv1.AddToScheme,
 		pkgv1.AddToScheme,
+		pkgv1beta1.AddToScheme,
+		xpextv1.AddToScheme,
 		xpextv1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {

@@ -68,7 +68,7 @@ func (h *Harness) install(ctx context.Context, kind pkgKind, name, ref string, o
 		return nil, err
 	}
 	h.node.poke()
-	if _, err := h.waitRevisionHealthy(ctx, kind, name); err != nil {
+	if _, err := h.waitRevisionHealthy(ctx, kind, name, ""); err != nil {
 		return nil, err
 	}
 	if err := h.waitPackageHealthy(ctx, kind, name); err != nil {
@@ -309,9 +309,10 @@ func (h *Harness) applyPackage(ctx context.Context, kind pkgKind, name, ref, run
 	return errors.Wrapf(err, "cannot apply %s %s", kind, name)
 }
 
-// waitRevisionHealthy waits for the package's active revision to be
-// RevisionHealthy: pulled, parsed, and its objects (CRDs, MRDs) applied.
-func (h *Harness) waitRevisionHealthy(ctx context.Context, kind pkgKind, name string) (revisionObject, error) {
+// waitRevisionHealthy waits for the package's active revision (of package
+// ref image, unless "") to be RevisionHealthy: pulled, parsed, and its
+// objects (CRDs, MRDs) applied.
+func (h *Harness) waitRevisionHealthy(ctx context.Context, kind pkgKind, name, image string) (revisionObject, error) {
 	var found revisionObject
 	last := "no active revision yet"
 	err := wait.Poll(ctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
@@ -321,6 +322,10 @@ func (h *Harness) waitRevisionHealthy(ctx context.Context, kind pkgKind, name st
 		}
 		for _, rev := range revs {
 			if rev.GetDesiredState() != pkgv1.PackageRevisionActive {
+				continue
+			}
+			if image != "" && rev.GetSource() != image {
+				last = "active revision " + rev.GetName() + " is of " + rev.GetSource()
 				continue
 			}
 			c := rev.GetCondition(pkgv1.TypeRevisionHealthy)

@@ -21,7 +21,7 @@ type Tools struct {
 	// KubebuilderAssets is a directory holding etcd and kube-apiserver
 	// ($KUBEBUILDER_ASSETS).
 	KubebuilderAssets string
-	// Crossplane is Crossplane core v2.4.0 ($CROSSPLANE_BIN).
+	// Crossplane is Crossplane core v2.4.2 ($CROSSPLANE_BIN).
 	Crossplane string
 	// CrossplaneCRDs is the directory of core's CRDs ($CROSSPLANE_CRDS).
 	CrossplaneCRDs string

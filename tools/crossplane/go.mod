@@ -2,12 +2,20 @@
 // run outside a cluster by the e2e tier. Built by hack/tools.sh; see
 // tools/README.md.
 //
+// v2.4.2 rather than v2.4.0: v2.4.2 lets a package's new revision take
+// control of objects a replaced revision still controls (crossplane/crossplane
+// #7656, #7733). On v2.4.0 a Provider whose revision changes - an upgrade, or
+// a new runtimeConfigRef on a Provider installed as a Configuration's
+// dependency - stays unhealthy: "cannot establish control of object ... is
+// already controlled by ProviderRevision ...".
+//
 // crossplane/v2's own go.mod replaces apis/v2 with ./apis; that replace is
-// ignored for a dependency, so require the published apis/v2 at the same
-// version explicitly.
+// ignored for a dependency, so the published apis/v2 it requires (v2.4.0) is
+// used. The module proxy refuses crossplane-runtime v2.4.2, which v2.4.2
+// requires; v2.4.0 builds it and is what the product's go.mod uses.
 module github.com/widgetco/crossplane-widget/tools/crossplane
 
-go 1.25.11
+go 1.26.7
 
 tool github.com/crossplane/crossplane/v2/cmd/crossplane
 
@@ -51,9 +59,9 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/chrismellard/docker-credential-acr-env v0.0.0-20230304212654-82a0ddb27589 // indirect
 	github.com/coreos/go-oidc/v3 v3.17.0 // indirect
-	github.com/crossplane/crossplane-runtime/v2 v2.4.0 // indirect
+	github.com/crossplane/crossplane-runtime/v2 v2.4.2 // indirect
 	github.com/crossplane/crossplane/apis/v2 v2.4.0 // indirect
-	github.com/crossplane/crossplane/v2 v2.4.0 // indirect
+	github.com/crossplane/crossplane/v2 v2.4.2 // indirect
 	github.com/cyberphone/json-canonicalization v0.0.0-20241213102144-19d51d7fe467 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/digitorus/pkcs7 v0.0.0-20230818184609-3a137a874352 // indirect
@@ -159,14 +167,14 @@ require (
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/youmark/pkcs8 v0.0.0-20240726163527-a2c0da244d78 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
-	go.opentelemetry.io/otel v1.44.0 // indirect
-	go.opentelemetry.io/otel/metric v1.44.0 // indirect
-	go.opentelemetry.io/otel/trace v1.44.0 // indirect
+	go.opentelemetry.io/otel v1.45.0 // indirect
+	go.opentelemetry.io/otel/metric v1.45.0 // indirect
+	go.opentelemetry.io/otel/trace v1.45.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.28.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
-	golang.org/x/crypto v0.55.0 // indirect
+	golang.org/x/crypto v0.56.0 // indirect
 	golang.org/x/mod v0.40.0 // indirect
 	golang.org/x/net v0.58.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
@@ -177,9 +185,9 @@ require (
 	golang.org/x/time v0.15.0 // indirect
 	golang.org/x/tools v0.49.0 // indirect
 	gomodules.xyz/jsonpatch/v2 v2.5.0 // indirect
-	google.golang.org/genproto/googleapis/api v0.0.0-20260526163538-3dc84a4a5aaa // indirect
-	google.golang.org/genproto/googleapis/rpc v0.0.0-20260523011958-0a33c5d7ca68 // indirect
-	google.golang.org/grpc v1.82.1 // indirect
+	google.golang.org/genproto/googleapis/api v0.0.0-20260803160001-6ac0973c030d // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260803160001-6ac0973c030d // indirect
+	google.golang.org/grpc v1.83.2 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
@@ -203,3 +211,5 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.2-0.20260122202528-d9cc6641c482 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
+
+replace github.com/crossplane/crossplane-runtime/v2 v2.4.2 => github.com/crossplane/crossplane-runtime/v2 v2.4.0

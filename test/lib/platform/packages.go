@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/widgetco/crossplane-widget/package/xpkg"
 )
 
 // module is this repository's Go module, which FindRoot looks for.
@@ -47,14 +49,17 @@ type Packages struct {
 // else the newest). Each embeds its runtime image, which Crossplane's
 // Deployment runtime runs.
 func FindPackages(root string) (Packages, error) {
-	xpkg := filepath.Join(root, "_output", "xpkg")
-	p := Packages{Provider: newest(xpkg, "provider-widget"), Function: newest(xpkg, "function-widget")}
+	dir := filepath.Join(root, "_output", "xpkg")
+	p := Packages{Provider: newest(dir, "provider-widget"), Function: newest(dir, "function-widget")}
 	if p.Provider == "" || p.Function == "" {
-		return Packages{}, errors.Errorf("no provider-widget and function-widget packages for %s in %s: run `make build`", runtime.GOARCH, xpkg)
+		return Packages{}, errors.Errorf("no provider-widget and function-widget packages for %s in %s: run `make build`", runtime.GOARCH, dir)
 	}
 	p.Version = versionOf(p.Provider, "provider-widget")
+	if _, err := xpkg.Constraint(p.Version); err != nil {
+		return Packages{}, errors.Wrapf(err, "%s: run `make build` to build packages with a semantic version", p.Provider)
+	}
 	// The function package of the same build, when there is one.
-	if f := filepath.Join(xpkg, "function-widget-"+p.Version+"-"+runtime.GOARCH+".xpkg"); isFile(f) {
+	if f := filepath.Join(dir, "function-widget-"+p.Version+"-"+runtime.GOARCH+".xpkg"); isFile(f) {
 		p.Function = f
 	}
 	return p, nil

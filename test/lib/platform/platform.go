@@ -1,10 +1,12 @@
-// Package platform installs provider-widget and function-widget into a local
-// control plane (package harness) the way a platform team would: it pushes
-// their packages to the loopback registry, installs them through
-// Crossplane's package manager, activates the provider's managed resources,
-// configures the provider for the harness's Widget API and publishes the
-// XWidget API from examples/composition. The end-to-end suite and
-// `make demo` share it, so the demo shows exactly what the suite tests.
+// Package platform installs the XWidget API into a local control plane
+// (package harness) the way a platform team would: it publishes
+// provider-widget, function-widget and configuration-widget to the loopback
+// registry as `make publish` does, installs only the Configuration through
+// Crossplane's package manager (which resolves and installs the provider and
+// the function), gives those their DeploymentRuntimeConfigs, activates the
+// provider's managed resources and configures the provider for the
+// harness's Widget API. The end-to-end suite and `make demo` share it, so
+// the demo shows exactly what the suite tests.
 package platform
 
 import (
@@ -28,14 +30,27 @@ import (
 
 	xpextv1alpha1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1alpha1"
 
+	"github.com/widgetco/crossplane-widget/package/xpkg"
 	"github.com/widgetco/crossplane-widget/test/harness"
 )
 
-// Names of the installed packages. The Compositions in examples/composition
-// call the function by this name.
+// Org is the registry path, under the loopback registry's host, that the
+// platform publishes its packages to.
+const Org = "widgetco"
+
+// Names of the installed packages. Crossplane names a dependency after its
+// repository (crossplane-runtime's xpkg.ToDNSLabel of widgetco/provider-widget),
+// and the Configuration's Compositions call the function by that name.
 const (
-	ProviderName = "provider-widget"
-	FunctionName = "function-widget"
+	ConfigurationName = "configuration-widget"
+	ProviderName      = Org + "-provider-widget"
+	FunctionName      = Org + "-function-widget"
+)
+
+// Names of the DeploymentRuntimeConfigs of examples/runtime.
+const (
+	ProviderRuntimeConfig = "provider-widget"
+	FunctionRuntimeConfig = "function-widget"
 )
 
 // LeaseName is provider-widget's leader election lease in Crossplane's
@@ -69,10 +84,12 @@ var CompositeCRDs = []string{
 
 // Options configure Install.
 type Options struct {
-	// Root is the repository root, for examples/.
+	// Root is the repository root, for examples/ and package/.
 	Root string
 	// Packages are the package files to install.
 	Packages Packages
+	// Crank is the Crossplane CLI, which builds the Configuration.
+	Crank string
 	// Token is the Widget API token the ProviderConfigs use: one of the
 	// harness's Widget API tokens.
 	Token string
@@ -85,9 +102,12 @@ type Options struct {
 	Log *slog.Logger
 }
 
-// A Platform is provider-widget and function-widget running in a harness,
-// with the XWidget API published.
+// A Platform is configuration-widget installed in a harness, with
+// provider-widget and function-widget running.
 type Platform struct {
+	// Configuration is the installed configuration-widget package.
+	Configuration string
+
 	// Provider and Function are the packages' runtimes: the pods the
 	// harness's node runs for the Deployments Crossplane created. Kill,
 	// stop and start them to simulate crashes.
@@ -97,9 +117,11 @@ type Platform struct {
 	h *harness.Harness
 }
 
-// Install installs both packages into h, configures the provider for h's
-// Widget API (which must be running) and publishes the XWidget API. It
-// returns once claims and XRs can be created.
+// Install publishes the three packages to h's registry at
+// o.Packages.Version, installs the Configuration, points its dependencies at
+// the DeploymentRuntimeConfigs of examples/runtime, configures the provider
+// for h's Widget API (which must be running) and waits for the XWidget API
+// to be served. It returns once claims and XRs can be created.
 func Install(ctx context.Context, h *harness.Harness, o Options) (*Platform, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -117,33 +139,84 @@ func Install(ctx context.Context, h *harness.Harness, o Options) (*Platform, err
 	if err := runtimeConfigs(ctx, c, o); err != nil {
 		return nil, err
 	}
-	p := &Platform{h: h}
+	ref, err := Release(ctx, h, o.Root, o.Crank, o.Packages, o.Packages.Version)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.InstallConfiguration(ctx, ConfigurationName, ref); err != nil {
+		return nil, err
+	}
+	o.Log.Info("Configuration installed", "package", ref, "duration", since(begin))
+	p := &Platform{h: h, Configuration: ConfigurationName}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		var err error
-		p.Function, err = install(gctx, h, FunctionName, o.Packages.Function, o.Packages.Version)
+		p.Function, err = h.DependencyFunction(gctx, FunctionName, harness.InstallOptions{RuntimeConfig: FunctionRuntimeConfig})
 		return err
 	})
 	g.Go(func() error {
 		var err error
-		p.Provider, err = install(gctx, h, ProviderName, o.Packages.Provider, o.Packages.Version)
+		p.Provider, err = h.DependencyProvider(gctx, ProviderName, harness.InstallOptions{RuntimeConfig: ProviderRuntimeConfig})
 		return err
 	})
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	o.Log.Info("Packages installed", "provider", ProviderName, "function", FunctionName, "duration", since(begin))
+	o.Log.Info("Dependencies running", "provider", ProviderName, "function", FunctionName, "duration", since(begin))
 	if err := waitCRDs(ctx, c, ManagedCRDs...); err != nil {
 		return nil, errors.Wrap(err, "cannot wait for the provider's managed resources to be served (are their ManagedResourceDefinitions active?)")
 	}
 	if err := configure(ctx, h, o.Root, o.Token); err != nil {
 		return nil, err
 	}
-	if err := publish(ctx, c, o.Root); err != nil {
-		return nil, err
+	if err := waitCRDs(ctx, c, CompositeCRDs...); err != nil {
+		return nil, errors.Wrap(err, "cannot wait for the XWidget API to be served")
 	}
 	o.Log.Info("XWidget API published", "duration", since(begin))
 	return p, nil
+}
+
+// Registry is where h's packages are published: <loopback registry>/widgetco.
+func Registry(h *harness.Harness) string { return h.RegistryHost() + "/" + Org }
+
+// Release publishes the packages to h's registry as `make publish` does:
+// the provider and the function tagged version, then configuration-widget of
+// that version (ReleaseConfiguration). It returns the Configuration's
+// reference. version must be a semantic version.
+func Release(ctx context.Context, h *harness.Harness, root, crank string, pkgs Packages, version string) (string, error) {
+	for _, p := range []struct{ name, file string }{{"provider-widget", pkgs.Provider}, {"function-widget", pkgs.Function}} {
+		if _, err := h.PushPackage(ctx, p.file, Org+"/"+p.name+":"+version); err != nil {
+			return "", err
+		}
+	}
+	return ReleaseConfiguration(ctx, h, root, crank, version)
+}
+
+// ReleaseConfiguration builds configuration-widget of version (into h's
+// directory) with its dependencies in h's registry, pushes it there and
+// returns its reference. It does not push the dependencies.
+func ReleaseConfiguration(ctx context.Context, h *harness.Harness, root, crank, version string) (string, error) {
+	if crank == "" {
+		return "", errors.New("cannot build the Configuration: no Crossplane CLI (CRANK_BIN; bash hack/tools.sh env sets it)")
+	}
+	b := &xpkg.Builder{
+		RepoRoot:  root,
+		OutputDir: filepath.Join(h.Dir(), "packages"),
+		Version:   version,
+		Revision:  "local",
+		Crank:     crank,
+	}
+	a, err := b.BuildConfiguration(ctx, xpkg.Configuration, Registry(h))
+	if err != nil {
+		return "", err
+	}
+	return h.PushPackage(ctx, a.Xpkg, Org+"/"+xpkg.Configuration.Name+":"+version)
+}
+
+// DependencyRef is the reference of package ("provider-widget" or
+// "function-widget") at version in h's registry.
+func DependencyRef(h *harness.Harness, pkg, version string) string {
+	return Registry(h) + "/" + pkg + ":" + version
 }
 
 // activate creates the ManagedResourceActivationPolicy for the provider's
@@ -161,20 +234,6 @@ func activate(ctx context.Context, c client.Client) error {
 	return nil
 }
 
-// install pushes a package to the loopback registry and installs it with
-// the DeploymentRuntimeConfig of the same name.
-func install(ctx context.Context, h *harness.Harness, name, file, version string) (*harness.Runtime, error) {
-	ref, err := h.PushPackage(ctx, file, "widgetco/"+name+":"+version)
-	if err != nil {
-		return nil, err
-	}
-	o := harness.InstallOptions{RuntimeConfig: name}
-	if name == FunctionName {
-		return h.InstallFunction(ctx, name, ref, o)
-	}
-	return h.InstallProvider(ctx, name, ref, o)
-}
-
 // runtimeConfigs creates the DeploymentRuntimeConfigs of
 // examples/runtime/deploymentruntimeconfigs.yaml, with o's extra args.
 func runtimeConfigs(ctx context.Context, c client.Client, o Options) error {
@@ -182,7 +241,7 @@ func runtimeConfigs(ctx context.Context, c client.Client, o Options) error {
 	if err != nil {
 		return err
 	}
-	extra := map[string][]string{ProviderName: o.ProviderArgs, FunctionName: o.FunctionArgs}
+	extra := map[string][]string{ProviderRuntimeConfig: o.ProviderArgs, FunctionRuntimeConfig: o.FunctionArgs}
 	for _, u := range objs {
 		if len(extra[u.GetName()]) == 0 {
 			continue
@@ -283,23 +342,6 @@ func configure(ctx context.Context, h *harness.Harness, root, token string) erro
 		}
 	}
 	return Create(ctx, h.Client(), objs...)
-}
-
-// publish applies the XRDs and Compositions of examples/composition and
-// waits for the XRDs' kinds to be served.
-func publish(ctx context.Context, c client.Client, root string) error {
-	var objs []*unstructured.Unstructured
-	for _, f := range []string{"namespaced/definition.yaml", "namespaced/composition.yaml", "legacy/definition.yaml", "legacy/composition.yaml"} {
-		o, err := ReadObjects(filepath.Join(root, "examples", "composition", f))
-		if err != nil {
-			return err
-		}
-		objs = append(objs, o...)
-	}
-	if err := Create(ctx, c, objs...); err != nil {
-		return err
-	}
-	return errors.Wrap(waitCRDs(ctx, c, CompositeCRDs...), "cannot wait for the XWidget API to be served")
 }
 
 // waitCRDs waits for the named CRDs to be established.

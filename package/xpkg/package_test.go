@@ -44,8 +44,9 @@ import (
 	extv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/widgetco/crossplane-widget/package/internal/xpkg"
+	"github.com/widgetco/crossplane-widget/package/xpkg"
 	"github.com/widgetco/crossplane-widget/test/lib/proc"
+	validatecli "github.com/widgetco/crossplane-widget/test/lib/validate"
 )
 
 // The commit the test packages claim to be built from.
@@ -56,9 +57,9 @@ const (
 )
 
 // crossplaneVersions are the Crossplane versions the packages must install
-// into (the e2e tier runs v2.4.0), and versions they must refuse.
+// into (the e2e tier runs v2.4.2), and versions they must refuse.
 var (
-	compatible   = []string{"v2.0.0", "v2.4.0"}
+	compatible   = []string{"v2.0.0", "v2.4.0", "v2.4.2"}
 	incompatible = []string{"v1.20.0"}
 )
 
@@ -78,7 +79,7 @@ func TestPackages(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: building and pushing both packages for both architectures takes about a minute")
 	}
-	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +111,8 @@ func TestPackages(t *testing.T) {
 
 	t.Run("Reproducible", func(t *testing.T) {
 		a, b := hashes(t, outA, "xpkg", "image"), hashes(t, outB, "xpkg", "image")
-		if len(a) != 8 {
-			t.Errorf("want 4 packages and 4 runtime images, got %v", a)
+		if len(a) != 9 {
+			t.Errorf("want 4 packages, 4 runtime images and the Configuration, got %v", a)
 		}
 		if diff := cmp.Diff(a, b); diff != "" {
 			t.Errorf("building the same commit twice: -first, +second:\n%s", diff)
@@ -123,6 +124,21 @@ func TestPackages(t *testing.T) {
 	host := strings.TrimPrefix(srv.URL, "http://")
 	goRun(t, root, env, cli, append([]string{"publish", "--output-dir", outA, "--registry", host + "/widgetco"}, common...)...)
 	goRun(t, root, env, cli, append([]string{"publish", "--output-dir", outB, "--registry", host + "/rebuilt"}, common...)...)
+
+	t.Run(xpkg.Configuration.Name, func(t *testing.T) {
+		img := pull(t, host+"/widgetco/"+xpkg.Configuration.Name+":"+version)
+		checkReproduciblePushImage(t, img, host+"/rebuilt/"+xpkg.Configuration.Name+":"+version)
+		b := &xpkg.Builder{RepoRoot: root, OutputDir: outA, Version: version}
+		// publish builds the Configuration again for its registry, into
+		// the output directory.
+		checkPushedIsBuilt(t, img, b.ConfigurationFile(xpkg.Configuration))
+		checkConfiguration(t, img, root, host+"/widgetco")
+		checkExamples(t, img, root, xpkg.Package{Name: xpkg.Configuration.Name, Examples: xpkg.Configuration.Examples, Ignore: xpkg.Configuration.Ignore})
+	})
+	// What publish pushed to the other registry depends on that registry.
+	t.Run(xpkg.Configuration.Name+"/rebuilt", func(t *testing.T) {
+		checkConfiguration(t, pull(t, host+"/rebuilt/"+xpkg.Configuration.Name+":"+version), root, host+"/rebuilt")
+	})
 
 	for _, p := range xpkg.Packages {
 		t.Run(p.Name, func(t *testing.T) {
@@ -163,6 +179,172 @@ func TestPackages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pull pulls one image.
+func pull(t *testing.T, ref string) v1.Image {
+	t.Helper()
+	r, err := name.NewTag(ref, name.StrictValidation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(r)
+	if err != nil {
+		t.Fatalf("pull %s: %v", ref, err)
+	}
+	return img
+}
+
+// checkReproduciblePushImage is checkReproduciblePush for a single image.
+// The Configuration pushed to the other registry differs in its dependsOn,
+// so only its examples layer can be compared.
+func checkReproduciblePushImage(t *testing.T, img v1.Image, other string) {
+	t.Helper()
+	o := pull(t, other)
+	a, b := annotatedLayer(t, img, "upbound", ".up/examples.yaml"), annotatedLayer(t, o, "upbound", ".up/examples.yaml")
+	if !bytes.Equal(a, b) {
+		t.Errorf("the examples of the Configuration pushed to %s differ", other)
+	}
+}
+
+// checkConfiguration checks configuration-widget's package layer, built for
+// dependencies in registry: Crossplane's parser and a Configuration linter
+// accept it; dependsOn names registry's provider-widget and function-widget
+// at the constraint of the version; the objects are the XRDs and
+// Compositions of examples/composition with the Compositions calling the
+// function by its dependency name; `crossplane beta validate` accepts them
+// against the provider's and the function's CRDs; the Crossplane constraint
+// admits what the e2e tier runs.
+func checkConfiguration(t *testing.T, img v1.Image, root, registry string) {
+	t.Helper()
+	c := xpkg.Configuration
+	y := annotatedLayer(t, img, "base", "package.yaml")
+	ps := newParser(t)
+	pkg, err := ps.Parse(t.Context(), io.NopCloser(bytes.NewReader(y)))
+	if err != nil {
+		t.Fatalf("Crossplane's parser rejects package.yaml: %v", err)
+	}
+	if err := linter("Configuration").Lint(pkg); err != nil {
+		t.Fatalf("Crossplane's Configuration linter rejects the package: %v", err)
+	}
+	meta, ok := pkg.GetMeta()[0].(*pkgmetav1.Configuration)
+	if !ok {
+		t.Fatalf("package meta is a %T", pkg.GetMeta()[0])
+	}
+
+	constraint, err := xpkg.Constraint(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type dep struct{ APIVersion, Kind, Package, Version string }
+	got := make([]dep, 0, len(meta.Spec.DependsOn))
+	for _, d := range meta.Spec.DependsOn {
+		got = append(got, dep{APIVersion: deref(d.APIVersion), Kind: deref(d.Kind), Package: deref(d.Package), Version: d.Version})
+	}
+	want := []dep{
+		{APIVersion: "pkg.crossplane.io/v1", Kind: "Provider", Package: registry + "/provider-widget", Version: constraint},
+		{APIVersion: "pkg.crossplane.io/v1", Kind: "Function", Package: registry + "/function-widget", Version: constraint},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("dependsOn: -want, +got:\n%s", diff)
+	}
+	dc, err := semver.NewConstraint(constraint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, want := range map[string]bool{version: true, "v0.1.0": true, "v0.1.7": true, "v0.1.8-rc.1": true, "v0.0.9": false, "v0.1.0-alpha": false, "v0.2.0": false, "v1.0.0": false} {
+		if got := dc.Check(semver.MustParse(v)); got != want {
+			t.Errorf("dependency version %s in %q: want %t, got %t", v, constraint, want, got)
+		}
+	}
+	cc, err := semver.NewConstraint(meta.Spec.Crossplane.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, want := range map[string]bool{"v2.4.0": true, "v2.4.2": true, "v2.5.0": true, "v2.3.0": false, "v1.20.0": false} {
+		if got := cc.Check(semver.MustParse(v)); got != want {
+			t.Errorf("Crossplane %s in constraint %q: want %t, got %t", v, meta.Spec.Crossplane.Version, want, got)
+		}
+	}
+	for _, k := range []string{"maintainer", "source", "license", "description", "readme"} {
+		if strings.TrimSpace(meta.GetAnnotations()["meta.crossplane.io/"+k]) == "" {
+			t.Errorf("annotation meta.crossplane.io/%s is missing", k)
+		}
+	}
+
+	// The objects are examples/composition's, with the function's
+	// dependency name in the Compositions.
+	fn, err := xpkg.DependencyName(registry + "/function-widget")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files bytes.Buffer
+	for _, f := range c.Objects {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files.WriteString("\n---\n")
+		files.Write(b)
+	}
+	src, err := ps.Parse(t.Context(), io.NopCloser(&files))
+	if err != nil {
+		t.Fatalf("cannot parse %v: %v", c.Objects, err)
+	}
+	byName := func(objs []kruntime.Object) map[string]kruntime.Object {
+		m := map[string]kruntime.Object{}
+		for _, o := range objs {
+			mo := o.(interface{ GetName() string })
+			m[fmt.Sprintf("%T %s", o, mo.GetName())] = o
+		}
+		return m
+	}
+	wantObjs := byName(src.GetObjects())
+	for _, o := range wantObjs {
+		if comp, ok := o.(*xpextv1.Composition); ok {
+			for i := range comp.Spec.Pipeline {
+				comp.Spec.Pipeline[i].FunctionRef.Name = fn
+			}
+		}
+	}
+	if len(wantObjs) != 4 {
+		t.Errorf("examples hold %d XRDs and Compositions, want 4", len(wantObjs))
+	}
+	if diff := cmp.Diff(wantObjs, byName(pkg.GetObjects())); diff != "" {
+		t.Errorf("package objects vs %v (functionRef %s): -want, +got:\n%s", c.Objects, fn, diff)
+	}
+
+	// crossplane beta validate: the Compositions (with their function
+	// inputs) and the app teams' examples against the packaged XRDs and the
+	// provider's and function's CRDs.
+	dir := t.TempDir()
+	var xrds, comps bytes.Buffer
+	for _, doc := range strings.Split(string(y), "\n---\n") {
+		switch {
+		case strings.Contains(doc, "kind: CompositeResourceDefinition"):
+			xrds.WriteString("---\n" + doc + "\n")
+		case strings.Contains(doc, "kind: Composition"):
+			comps.WriteString("---\n" + doc + "\n")
+		}
+	}
+	for n, b := range map[string][]byte{"xrds.yaml": xrds.Bytes(), "compositions.yaml": comps.Bytes()} {
+		if err := os.WriteFile(filepath.Join(dir, n), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := validatecli.Run(t, root,
+		[]string{filepath.Join(dir, "xrds.yaml"), "package/provider/crds", "package/function/input"},
+		[]string{filepath.Join(dir, "compositions.yaml"), "examples/composition/namespaced/xr.yaml", "examples/composition/legacy/claim.yaml"})
+	if err != nil || !validatecli.Clean(out) {
+		t.Errorf("crossplane beta validate rejects the package's objects: %v\n%s", err, out)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // goRun runs a command in dir and returns its standard output.
@@ -337,10 +519,11 @@ func newParser(t *testing.T) *parser.PackageParser {
 	return parser.New(meta, obj)
 }
 
-// linter is Crossplane's provider and function package linter
-// (crossplane-runtime pkg/xpkg NewProviderLinter, NewFunctionLinter): one
-// meta object of the right kind with a valid version constraint, and only
-// CRDs besides.
+// linter is Crossplane's provider, function and configuration package
+// linter (crossplane-runtime pkg/xpkg NewProviderLinter, NewFunctionLinter,
+// NewConfigurationLinter): one meta object of the right kind with a valid
+// version constraint, and only CRDs besides (XRDs and Compositions for a
+// Configuration).
 func linter(kind string) parser.Linter {
 	oneMeta := func(pkg parser.Lintable) error {
 		if n := len(pkg.GetMeta()); n != 1 {
@@ -356,6 +539,10 @@ func linter(kind string) parser.Linter {
 			}
 		case *pkgmetav1.Function:
 			if kind == "Function" {
+				return nil
+			}
+		case *pkgmetav1.Configuration:
+			if kind == "Configuration" {
 				return nil
 			}
 		}
@@ -375,7 +562,19 @@ func linter(kind string) parser.Linter {
 		}
 		return nil
 	}
-	return parser.NewPackageLinter(parser.PackageLinterFns(oneMeta), parser.ObjectLinterFns(isKind, validSemver), parser.ObjectLinterFns(isCRD))
+	// crossplane-runtime's NewConfigurationLinter: XRDs and Compositions.
+	isXRDOrComposition := func(o kruntime.Object) error {
+		switch o.(type) {
+		case *xpextv1.CompositeResourceDefinition, *xpextv2.CompositeResourceDefinition, *xpextv1.Composition:
+			return nil
+		}
+		return fmt.Errorf("object is a %T, not an XRD or a Composition", o)
+	}
+	objects := isCRD
+	if kind == "Configuration" {
+		objects = isXRDOrComposition
+	}
+	return parser.NewPackageLinter(parser.PackageLinterFns(oneMeta), parser.ObjectLinterFns(isKind, validSemver), parser.ObjectLinterFns(objects))
 }
 
 // checkPackageLayer checks that the package layer holds crossplane.yaml and

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Masterminds/semver/v3"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -222,15 +223,20 @@ func TestFromGit(t *testing.T) {
 	gitDo("commit", "-q", "-m", "a")
 	rev := func() string { t.Helper(); return trim(gitDo("rev-parse", "HEAD")) }
 
+	commit := func() {
+		t.Helper()
+		gitDo("commit", "-q", "--allow-empty", "-m", "next")
+	}
+
 	cases := map[string]struct {
 		reason string
 		setup  func()
 		want   func() Commit
 	}{
 		"Untagged": {
-			reason: "Without a tag the version is the abbreviated commit.",
+			reason: "Without a tag the version is a v0.0.0 pre-release counting every commit.",
 			setup:  func() {},
-			want:   func() Commit { return Commit{Version: rev()[:7], Revision: rev(), Time: when} },
+			want:   func() Commit { return Commit{Version: "v0.0.0-dev.1.g" + rev()[:7], Revision: rev(), Time: when} },
 		},
 		"Tagged": {
 			reason: "On a tag the version is the tag.",
@@ -242,9 +248,19 @@ func TestFromGit(t *testing.T) {
 			setup:  func() { write("b") },
 			want:   func() Commit { return Commit{Version: "v1.2.3-dirty", Revision: rev(), Time: when} },
 		},
+		"AfterTag": {
+			reason: "Two commits after v1.2.3 the version is a pre-release of v1.2.4.",
+			setup:  func() { gitDo("checkout", "-q", "f"); commit(); commit() },
+			want:   func() Commit { return Commit{Version: "v1.2.4-dev.2.g" + rev()[:7], Revision: rev(), Time: when} },
+		},
+		"OtherTagsIgnored": {
+			reason: "Tags that are not release versions do not count.",
+			setup:  func() { gitDo("tag", "nightly"); gitDo("tag", "v2") },
+			want:   func() Commit { return Commit{Version: "v1.2.4-dev.2.g" + rev()[:7], Revision: rev(), Time: when} },
+		},
 	}
 	// The cases build on each other, so run them in order.
-	for _, n := range []string{"Untagged", "Tagged", "Dirty"} {
+	for _, n := range []string{"Untagged", "Tagged", "Dirty", "AfterTag", "OtherTagsIgnored"} {
 		tc := cases[n]
 		t.Run(n, func(t *testing.T) {
 			tc.setup()
@@ -263,6 +279,48 @@ func TestFromGit(t *testing.T) {
 
 	if _, err := FromGit(ctx, t.TempDir()); err == nil {
 		t.Error("FromGit(not a repository): want an error, got none")
+	}
+}
+
+func TestSemver(t *testing.T) {
+	cases := map[string]struct {
+		reason  string
+		tag     string
+		n       int
+		dirty   bool
+		want    string
+		wantErr bool
+	}{
+		"Release":         {reason: "On a release tag the version is the tag.", tag: "v1.2.3", want: "v1.2.3"},
+		"ReleaseDirty":    {reason: "Uncommitted changes on a tag make a pre-release of it.", tag: "v1.2.3", dirty: true, want: "v1.2.3-dirty"},
+		"AfterRelease":    {reason: "After a release the next patch's pre-release.", tag: "v1.2.3", n: 4, want: "v1.2.4-dev.4.gabcdef0"},
+		"AfterReleaseDty": {reason: "-dirty goes last.", tag: "v1.2.3", n: 4, dirty: true, want: "v1.2.4-dev.4.gabcdef0-dirty"},
+		"AfterPrerelease": {reason: "After a pre-release tag its own pre-release continues.", tag: "v1.3.0-rc.1", n: 2, want: "v1.3.0-rc.1.dev.2.gabcdef0"},
+		"NoTag":           {reason: "Without a tag a v0.0.0 pre-release.", n: 42, want: "v0.0.0-dev.42.gabcdef0"},
+		"BuildMetadata":   {reason: "Build metadata cannot be part of an OCI tag.", tag: "v1.2.3+meta", want: "v1.2.3"},
+		"NotSemver":       {reason: "A tag that is not MAJOR.MINOR.PATCH is an error.", tag: "v1.2", n: 1, wantErr: true},
+		"Negative":        {reason: "A negative count is an error.", tag: "v1.2.3", n: -1, wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := Semver(tc.tag, tc.n, "abcdef0", tc.dirty)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("\n%s\nSemver(%q, %d, ...): error %v, want error %t", tc.reason, tc.tag, tc.n, err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("\n%s\nSemver(%q, %d, ...): want %q, got %q", tc.reason, tc.tag, tc.n, tc.want, got)
+			}
+		})
+	}
+
+	// Versions of later commits sort later: what Crossplane's dependency
+	// resolution relies on.
+	order := []string{"v0.0.0-dev.9.gabcdef0", "v0.0.0-dev.10.gabcdef0", "v0.1.0", "v0.1.1-dev.1.gabcdef0", "v0.1.1-dev.2.gabcdef0", "v0.1.1"}
+	for i := 1; i < len(order); i++ {
+		a, b := semver.MustParse(order[i-1]), semver.MustParse(order[i])
+		if !a.LessThan(b) {
+			t.Errorf("want %s < %s", a.Original(), b.Original())
+		}
 	}
 }
 
