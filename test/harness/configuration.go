@@ -186,7 +186,7 @@ func (h *Harness) dependency(ctx context.Context, kind pkgKind, name string, o I
 // be healthy, the package to be healthy and, with a runtime config, for the
 // revision's Deployment alone to run that config with every pod ready.
 func (h *Harness) settle(ctx context.Context, kind pkgKind, name, image, runtimeConfig string) (*Runtime, error) {
-	rev, err := h.waitRevisionHealthy(ctx, kind, name, image)
+	rev, err := h.waitRevisionHealthy(ctx, kind, name, image, runtimeConfig)
 	if err != nil {
 		return nil, err
 	}

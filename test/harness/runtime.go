@@ -68,7 +68,7 @@ func (h *Harness) install(ctx context.Context, kind pkgKind, name, ref string, o
 		return nil, err
 	}
 	h.node.poke()
-	if _, err := h.waitRevisionHealthy(ctx, kind, name, ""); err != nil {
+	if _, err := h.waitRevisionHealthy(ctx, kind, name, "", ""); err != nil {
 		return nil, err
 	}
 	if err := h.waitPackageHealthy(ctx, kind, name); err != nil {
@@ -310,9 +310,9 @@ func (h *Harness) applyPackage(ctx context.Context, kind pkgKind, name, ref, run
 }
 
 // waitRevisionHealthy waits for the package's active revision (of package
-// ref image, unless "") to be RevisionHealthy: pulled, parsed, and its
-// objects (CRDs, MRDs) applied.
-func (h *Harness) waitRevisionHealthy(ctx context.Context, kind pkgKind, name, image string) (revisionObject, error) {
+// ref image and with DeploymentRuntimeConfig runtimeConfig, unless "") to be
+// RevisionHealthy: pulled, parsed, and its objects (CRDs, MRDs) applied.
+func (h *Harness) waitRevisionHealthy(ctx context.Context, kind pkgKind, name, image, runtimeConfig string) (revisionObject, error) {
 	var found revisionObject
 	last := "no active revision yet"
 	err := wait.Poll(ctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
@@ -327,6 +327,12 @@ func (h *Harness) waitRevisionHealthy(ctx context.Context, kind pkgKind, name, i
 			if image != "" && rev.GetSource() != image {
 				last = "active revision " + rev.GetName() + " is of " + rev.GetSource()
 				continue
+			}
+			if rr, ok := rev.(pkgv1.PackageRevisionWithRuntime); ok && runtimeConfig != "" {
+				if ref := rr.GetRuntimeConfigRef(); ref == nil || ref.Name != runtimeConfig {
+					last = "active revision " + rev.GetName() + " does not use DeploymentRuntimeConfig " + runtimeConfig + " yet"
+					continue
+				}
 			}
 			c := rev.GetCondition(pkgv1.TypeRevisionHealthy)
 			if c.Status == corev1.ConditionTrue {
