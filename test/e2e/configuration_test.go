@@ -107,7 +107,8 @@ func checkResolved(t *testing.T, s *scenario) {
 // Ready all along (every change of their Ready condition is watched), and
 // new ones go Ready afterwards.
 func TestConfigurationUpgrade(t *testing.T) {
-	s := newScenario(t, true)
+	// Alone: the upgrade restarts the provider and the function.
+	s := newScenario(t, false)
 	c := suite.h.Client()
 	checkResolved(t, s)
 	claim := s.claim("before", map[string]any{"keys": int64(1)})
@@ -119,7 +120,7 @@ func TestConfigurationUpgrade(t *testing.T) {
 	gvrs := []schema.GroupVersionResource{claimsGVR, xwidgetsGVR}
 	recorders := make([]*platform.ReadyRecorder, 0, len(gvrs))
 	for _, gvr := range gvrs {
-		r, err := platform.RecordReady(s.ctx, suite.h.RESTConfig(), gvr, s.ns)
+		r, err := platform.RecordReady(s.ctx, suite.h.RESTConfig(), gvr, s.ns, "")
 		if err != nil {
 			t.Fatal(err)
 		}

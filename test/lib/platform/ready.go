@@ -26,28 +26,41 @@ type ReadyLoss struct {
 	Message string
 }
 
+// A Change is one write to an object (an update, or a creation after the
+// recorder started) that a watch saw.
+type Change struct {
+	Name string
+	At   time.Time
+	// Detail is, for an Event, its involved object and reason.
+	Detail string
+}
+
 // A ReadyRecorder watches the objects of one resource in one namespace and
-// records every time one that was Ready stops being Ready. Objects count
-// from their first Ready. It sees every change the API server sends: a
-// watch, resumed after the API server goes away, not polling.
+// records every time one that was Ready stops being Ready, and every change
+// to any of them. Objects count from their first Ready. It sees every
+// change the API server sends: a watch, resumed after the API server goes
+// away, not polling.
 type ReadyRecorder struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu    sync.Mutex
-	ready map[string]bool
-	lost  []ReadyLoss
-	err   error
+	mu      sync.Mutex
+	ready   map[string]bool
+	lost    []ReadyLoss
+	changes []Change
+	err     error
 }
 
-// RecordReady starts a ReadyRecorder for resource gvr in namespace ns.
-func RecordReady(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionResource, ns string) (*ReadyRecorder, error) {
+// RecordReady starts a ReadyRecorder for resource gvr in namespace ns ("" for
+// every namespace, or a cluster-scoped resource), of the objects that
+// labelSelector selects ("" for all).
+func RecordReady(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionResource, ns, labelSelector string) (*ReadyRecorder, error) {
 	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create a dynamic client")
 	}
 	ri := dc.Resource(gvr).Namespace(ns)
-	l, err := ri.List(ctx, metav1.ListOptions{})
+	l, err := ri.List(ctx, metav1.ListOptions{LabelSelector: labelSelector})
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot list %s in %s", gvr.Resource, ns)
 	}
@@ -58,6 +71,7 @@ func RecordReady(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionR
 	}
 	w, err := watchtools.NewRetryWatcherWithContext(ctx, l.GetResourceVersion(), &cache.ListWatch{
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = labelSelector
 			return ri.Watch(ctx, o)
 		},
 	})
@@ -79,7 +93,23 @@ func RecordReady(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionR
 					r.mu.Unlock()
 					return
 				}
-				if u, ok := e.Object.(*unstructured.Unstructured); ok && (e.Type == watch.Added || e.Type == watch.Modified) {
+				u, ok := e.Object.(*unstructured.Unstructured)
+				if !ok {
+					continue
+				}
+				if e.Type == watch.Modified || e.Type == watch.Added {
+					r.mu.Lock()
+					c := Change{Name: u.GetName(), At: time.Now()}
+					if u.GetKind() == "Event" {
+						kind, _, _ := unstructured.NestedString(u.Object, "involvedObject", "kind")
+						name, _, _ := unstructured.NestedString(u.Object, "involvedObject", "name")
+						reason, _, _ := unstructured.NestedString(u.Object, "reason")
+						c.Detail = kind + "/" + name + " " + reason
+					}
+					r.changes = append(r.changes, c)
+					r.mu.Unlock()
+				}
+				if e.Type == watch.Added || e.Type == watch.Modified {
 					r.observe(u)
 				}
 			}
@@ -107,6 +137,42 @@ func (r *ReadyRecorder) Stop() ([]ReadyLoss, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]ReadyLoss(nil), r.lost...), r.err
+}
+
+// Lost returns every loss of Ready recorded so far.
+func (r *ReadyRecorder) Lost() []ReadyLoss {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]ReadyLoss(nil), r.lost...)
+}
+
+// ChangesSince returns the changes to the objects the watch saw since t.
+func (r *ReadyRecorder) ChangesSince(t time.Time) []Change {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Change
+	for _, c := range r.changes {
+		if !c.At.Before(t) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// AllReady reports whether the recorder has seen n objects and every one is
+// Ready now.
+func (r *ReadyRecorder) AllReady(n int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.ready) < n {
+		return false
+	}
+	for _, ok := range r.ready {
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // Ready reports whether the named object is Ready now, as far as the

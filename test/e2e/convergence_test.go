@@ -1,0 +1,174 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/widgetco/crossplane-widget/test/lib/platform"
+	"github.com/widgetco/crossplane-widget/test/lib/prom"
+)
+
+// convergenceQuiet is how long TestConvergence watches a settled control
+// plane for writes nothing asked for.
+const convergenceQuiet = 30 * time.Second
+
+// TestConvergence is the guard against churn: 30 WidgetClaims and 30
+// XWidgets created at once by concurrent clients go Ready, and then the
+// control plane goes quiet. It fails, by counts and never by timings, when
+// any claim or XR that was Ready loses Ready, when Crossplane's per-XR
+// circuit breaker opens (too many watch events for one XR), or when anything
+// of the scenario - claims, XRs, managed resources, connection Secrets,
+// events - is written in the 30 s after everything is Ready, when nothing
+// asked for a change.
+//
+// It fails on today's code (claims and XRs lose Ready while converging; the
+// claims' BindCompositeResource events and function results are re-emitted
+// hundreds of times in the quiet window), so until that is fixed it runs
+// only with E2E_CONVERGENCE=1 and is not part of make test.
+func TestConvergence(t *testing.T) {
+	if os.Getenv("E2E_CONVERGENCE") == "" {
+		t.Skip("the convergence guard fails on today's code; run it with E2E_CONVERGENCE=1")
+	}
+	s := newScenario(t, true)
+	const n = 30
+	cfg := suite.h.RESTConfig()
+	claimOf := "crossplane.io/claim-namespace=" + s.ns
+	watched := []struct {
+		what, ns, selector string
+		gvr                schema.GroupVersionResource
+	}{
+		{"WidgetClaim", s.ns, "", claimsGVR},
+		{"XWidget", s.ns, "", xwidgetsGVR},
+		{"legacy XWidget", "", claimOf, schema.GroupVersionResource{Group: "legacy.platform.widgetco.io", Version: "v1alpha1", Resource: "xwidgets"}},
+		{"Widget", s.ns, "", schema.GroupVersionResource{Group: "widget.m.widgetco.io", Version: "v1alpha1", Resource: "widgets"}},
+		{"WidgetKey", s.ns, "", schema.GroupVersionResource{Group: "widget.m.widgetco.io", Version: "v1alpha1", Resource: "widgetkeys"}},
+		{"cluster Widget", "", claimOf, schema.GroupVersionResource{Group: "widget.widgetco.io", Version: "v1alpha1", Resource: "widgets"}},
+		{"cluster WidgetKey", "", claimOf, schema.GroupVersionResource{Group: "widget.widgetco.io", Version: "v1alpha1", Resource: "widgetkeys"}},
+		{"Secret", s.ns, "", schema.GroupVersionResource{Version: "v1", Resource: "secrets"}},
+		{"Event", s.ns, "", schema.GroupVersionResource{Version: "v1", Resource: "events"}},
+	}
+	recs := make(map[string]*platform.ReadyRecorder, len(watched))
+	for _, w := range watched {
+		r, err := platform.RecordReady(s.ctx, cfg, w.gvr, w.ns, w.selector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs[w.what] = r
+		t.Cleanup(func() { _, _ = r.Stop() })
+	}
+	opensBefore := circuitBreakerOpens(t, s.ctx)
+
+	// 2n objects, created by 8 concurrent clients.
+	objs := make([]client.Object, 0, 2*n)
+	for i := range n {
+		objs = append(objs, s.claim(fmt.Sprintf("c%02d", i), map[string]any{"keys": int64(1)}), s.xwidget(fmt.Sprintf("x%02d", i), map[string]any{"keys": int64(1)}))
+	}
+	begin := time.Now()
+	var wg sync.WaitGroup
+	work := make(chan client.Object)
+	errs := make(chan error, len(objs))
+	for range 8 {
+		wg.Go(func() {
+			for o := range work {
+				if err := suite.kube.Create(s.ctx, o); err != nil {
+					errs <- errors.Wrapf(err, "cannot create %s", o.GetName())
+				}
+			}
+		})
+	}
+	for _, o := range objs {
+		work <- o
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	s.eventually(fmt.Sprintf("%d WidgetClaims and %d XWidgets Ready", n, n), func() error {
+		if !recs["WidgetClaim"].AllReady(n) || !recs["XWidget"].AllReady(n) {
+			return errors.New("not all Ready yet")
+		}
+		return nil
+	})
+	readyIn := time.Since(begin)
+
+	quiet := time.Now()
+	select {
+	case <-s.ctx.Done():
+		t.Fatal(s.ctx.Err())
+	case <-time.After(convergenceQuiet):
+	}
+
+	for _, w := range watched {
+		r := recs[w.what]
+		for _, l := range r.Lost() {
+			t.Errorf("%s %s lost Ready at %s (%s): %s", w.what, l.Name, l.At.Format(time.RFC3339Nano), l.Reason, l.Message)
+		}
+		if cs := r.ChangesSince(quiet); len(cs) > 0 {
+			t.Errorf("%d writes to %ss in the %s after all were Ready, with nothing asking for a change: %s", len(cs), w.what, convergenceQuiet, summarize(cs))
+		}
+	}
+	if opens := circuitBreakerOpens(t, s.ctx) - opensBefore; opens > 0 {
+		t.Errorf("Crossplane's XR circuit breaker opened %.0f times", opens)
+	}
+
+	// What it took, for the record (not asserted).
+	per := func(what string, until time.Time) float64 {
+		return float64(len(recs[what].ChangesSince(begin))-len(recs[what].ChangesSince(until))) / n
+	}
+	t.Logf("MEASURED convergence: %d claims and %d XWidgets Ready %s after the first create; writes per object until then: claim %.1f, XWidget %.1f, legacy XWidget %.1f, Widget %.1f, WidgetKey %.1f; events per claim+XWidget %.1f",
+		n, n, readyIn.Round(100*time.Millisecond), per("WidgetClaim", quiet), per("XWidget", quiet), per("legacy XWidget", quiet),
+		(per("Widget", quiet)+per("cluster Widget", quiet))/2, (per("WidgetKey", quiet)+per("cluster WidgetKey", quiet))/2, per("Event", quiet)/2)
+}
+
+// circuitBreakerOpens is how often Crossplane's XR circuit breakers have
+// opened so far.
+func circuitBreakerOpens(t *testing.T, ctx context.Context) float64 {
+	t.Helper()
+	ss, err := prom.Scrape(ctx, &http.Client{Timeout: 10 * time.Second}, suite.h.CoreMetricsURL())
+	if err != nil {
+		t.Fatalf("cannot scrape Crossplane core's metrics: %v", err)
+	}
+	return ss.Sum("circuit_breaker_opens_total", nil)
+}
+
+// summarize counts changes by object (an Event's by its object and reason),
+// most first, at most 10.
+func summarize(cs []platform.Change) string {
+	n := map[string]int{}
+	for _, c := range cs {
+		if c.Detail != "" {
+			n[c.Detail]++
+			continue
+		}
+		n[c.Name]++
+	}
+	names := make([]string, 0, len(n))
+	for k := range n {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		return n[names[i]] > n[names[j]] || n[names[i]] == n[names[j]] && names[i] < names[j]
+	})
+	if len(names) > 10 {
+		names = names[:10]
+	}
+	parts := make([]string, 0, len(names))
+	for _, k := range names {
+		parts = append(parts, fmt.Sprintf("%s x%d", k, n[k]))
+	}
+	return strings.Join(parts, ", ")
+}
