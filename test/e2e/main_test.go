@@ -145,6 +145,7 @@ func run(m *testing.M) int {
 		// activates everything): provider-widget declares safe-start, so
 		// this proves the policy platform.Install creates is enough.
 		Activations: []string{},
+		CoreArgs:    coreArgs(),
 		WidgetAPI: &server.Options{
 			Tokens: map[string]string{apiToken: apiProject},
 			// Asynchronous like the real thing, but quick.
@@ -263,6 +264,15 @@ func checkForbidden() error {
 		return nil
 	}
 	return errors.Errorf("RBAC refused %d kinds of request of ServiceAccounts (does the package, or Crossplane's Helm chart, grant what is needed?):\n  %s", len(lines), strings.Join(lines, "\n  "))
+}
+
+// coreArgs are extra flags for Crossplane core: --debug with
+// E2E_CORE_DEBUG=1, to see why it reconciles what it reconciles.
+func coreArgs() []string {
+	if os.Getenv("E2E_CORE_DEBUG") != "" {
+		return []string{"--debug"}
+	}
+	return nil
 }
 
 // fail reports an error that stops the suite before any scenario runs.
