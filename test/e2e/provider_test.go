@@ -3,10 +3,12 @@ package e2e_test
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -175,6 +177,24 @@ func TestObserveOnlyImport(t *testing.T) {
 		t.Errorf("observe-only import changed the widget: generation %d -> %d, labels %v", before.Generation, w.Generation, w.Labels)
 	}
 
+	// The review before the takeover: what full management would change.
+	// The spec was late-initialized, so only the ownership labels; then a
+	// spec that asks for another size says so, and changes nothing yet.
+	s.eventually("import review names the ownership labels", func() error {
+		return s.upToDate(mr, corev1.ConditionFalse, "WouldChange", "Switching to full management would change the widget: ownership labels: want {")
+	})
+	s.mergePatch(mr, `{"spec":{"forProvider":{"size":"medium"}}}`)
+	s.eventually("import review names the size", func() error {
+		return s.upToDate(mr, corev1.ConditionFalse, "WouldChange", `size: want "medium", have "large"`)
+	})
+	s.mergePatch(mr, `{"spec":{"forProvider":{"size":"large"}}}`)
+	s.eventually("import review back to the ownership labels only", func() error {
+		return s.upToDate(mr, corev1.ConditionFalse, "WouldChange", "Switching to full management would change the widget: ownership labels: want {")
+	})
+	if w, err := s.apiWidget(name); err != nil || w.Generation != before.Generation || w.Size != widgetapi.SizeLarge {
+		t.Errorf("observe-only review changed the widget: %+v (error %v)", w, err)
+	}
+
 	// Step 2: take it over.
 	s.mergePatch(mr, `{"spec":{"managementPolicies":["*"]}}`)
 	s.eventually("widget taken over", func() error {
@@ -190,6 +210,21 @@ func TestObserveOnlyImport(t *testing.T) {
 	if after, err := s.apiWidget(name); err != nil || after.ID != before.ID || after.Size != widgetapi.SizeLarge {
 		t.Errorf("after the take-over the widget is %+v (error %v), want the same widget, still large", after, err)
 	}
+	s.eventually("review replaced once taken over", func() error {
+		return s.upToDate(mr, corev1.ConditionTrue, "Managed", "Fully managed")
+	})
+}
+
+// upToDate checks the import review condition UpToDate of mr.
+func (s *scenario) upToDate(mr *namespacedv1alpha1.Widget, status corev1.ConditionStatus, reason, msg string) error {
+	if err := s.get(mr); err != nil {
+		return err
+	}
+	c := mr.GetCondition("UpToDate")
+	if c.Status != status || string(c.Reason) != reason || !strings.Contains(c.Message, msg) {
+		return errors.Errorf("Widget %s UpToDate=%s (%s): %q, want %s (%s) mentioning %q", mr.Name, c.Status, c.Reason, c.Message, status, reason, msg)
+	}
+	return nil
 }
 
 // composedWidget returns the namespaced Widget an XWidget composed.

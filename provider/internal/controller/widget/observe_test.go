@@ -343,3 +343,83 @@ func testObserve[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) 
 		})
 	}
 }
+
+func TestImportReview(t *testing.T) {
+	t.Run("Namespaced", func(t *testing.T) { testImportReview(t, newNamespaced) })
+	t.Run("Cluster", func(t *testing.T) { testImportReview(t, newCluster) })
+}
+
+// testImportReview checks the UpToDate condition: under management policy
+// Observe it says whether taking the widget over would change it, field by
+// field; once taken over it says so with a fixed message; a resource that
+// was never observe-only does not get it.
+func testImportReview[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
+	reviewed := func(mg commonv1alpha1.WidgetResource) {
+		mg.SetConditions(xpv2.Condition{Type: TypeUpToDate, Status: corev1.ConditionFalse, Reason: ReasonWouldChange, Message: "earlier review"})
+	}
+	cases := map[string]struct {
+		reason string
+		seed   *seed
+		mods   []mod
+		want   xpv2.Condition
+	}{
+		"ImportUnowned": {
+			reason: "Taking over an unowned widget adds the ownership labels, even when the spec matches: the review says so.",
+			seed:   fullSeed(""),
+			mods:   []mod{explicitName("imported"), withSpec(full), observeOnlyPolicy()},
+			want: xpv2.Condition{Type: TypeUpToDate, Status: corev1.ConditionFalse, Reason: ReasonWouldChange,
+				Message: "Switching to full management would change the widget: ownership labels: want {markers}, have {}"},
+		},
+		"ImportDiffers": {
+			reason: "Each field the spec sets differently is listed, as the provider would repair it.",
+			seed:   fullSeed(""),
+			mods: []mod{explicitName("imported"), observeOnlyPolicy(), withSpec(with(full, func(p *commonv1alpha1.WidgetParameters) {
+				p.Size = ptr.To("medium")
+				p.Description = ptr.To("checkout")
+			}))},
+			want: xpv2.Condition{Type: TypeUpToDate, Status: corev1.ConditionFalse, Reason: ReasonWouldChange,
+				Message: `Switching to full management would change the widget: size: want "medium", have "small"; description: want "checkout", have "web tier"; ownership labels: want {markers}, have {}`},
+		},
+		"ObservedMatches": {
+			reason: "A widget this resource already owns and whose fields match: nothing would change.",
+			seed:   fullSeed(ownerPlaceholder),
+			mods:   []mod{defaultName(), withSpec(full), observeOnlyPolicy()},
+			want: xpv2.Condition{Type: TypeUpToDate, Status: corev1.ConditionTrue, Reason: ReasonNoDifference,
+				Message: "The widget matches the spec: switching to full management would change nothing."},
+		},
+		"TakenOver": {
+			reason: "After the takeover the review is replaced by a fixed statement, so drift repairs do not rewrite it.",
+			seed:   withSeed(fullSeed(ownerPlaceholder), func(s *seed) { s.size = "large" }),
+			mods:   []mod{defaultName(), withSpec(full), reviewed},
+			want: xpv2.Condition{Type: TypeUpToDate, Status: corev1.ConditionTrue, Reason: ReasonManaged,
+				Message: "Fully managed: the provider applies the spec and repairs drift."},
+		},
+		"NeverObserveOnly": {
+			reason: "A resource that was always fully managed gets no UpToDate condition.",
+			seed:   withSeed(fullSeed(ownerPlaceholder), func(s *seed) { s.size = "large" }),
+			mods:   []mod{defaultName(), withSpec(full)},
+			want:   xpv2.Condition{Type: TypeUpToDate, Status: corev1.ConditionUnknown},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			env := apitest.Start(t)
+			api := env.Client(t, apitest.TokenA)
+			mg := newMG()
+			for _, m := range tc.mods {
+				m(mg)
+			}
+			owner := names.Owner(mg)
+			tc.seed.create(t, api, meta.GetExternalName(mg), owner)
+			e := &external[T]{api: api, record: event.NewNopRecorder(), metrics: metrics.New(), kind: "Widget"}
+			if _, err := e.Observe(t.Context(), mg); err != nil {
+				t.Fatalf("%s\nObserve(...): %v", tc.reason, err)
+			}
+			want := tc.want
+			want.Message = fill(want.Message, owner)
+			if diff := cmp.Diff(want, mg.GetCondition(TypeUpToDate), ignoreTransitionTime); diff != "" {
+				t.Errorf("%s\nUpToDate condition: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -44,6 +44,23 @@ const (
 	ReasonResizing      xpv2.ConditionReason = "Resizing"
 )
 
+// TypeUpToDate is the condition of a Widget imported with management policy
+// Observe that says whether taking it over (policies ["*"]) would change the
+// widget, and how: the review of an import before the takeover.
+const TypeUpToDate xpv2.ConditionType = "UpToDate"
+
+// Reasons of the UpToDate condition.
+const (
+	// ReasonWouldChange: under full management the provider would change
+	// the widget; the message lists each field.
+	ReasonWouldChange xpv2.ConditionReason = "WouldChange"
+	// ReasonNoDifference: the widget matches the spec.
+	ReasonNoDifference xpv2.ConditionReason = "NoDifference"
+	// ReasonManaged: the resource is no longer observe-only; the provider
+	// applies the spec and repairs drift.
+	ReasonManaged xpv2.ConditionReason = "Managed"
+)
+
 // connector connects a Widget of scope T to the Widget API.
 type connector[T commonv1alpha1.WidgetResource] struct {
 	sessions *clients.Sessions
@@ -140,7 +157,40 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	d := compare(p, w, names.Markers(mg))
 	o.ResourceUpToDate = d.empty()
 	o.Diff = d.String()
+	switch {
+	case observeOnly(mg):
+		mg.SetConditions(importReview(d))
+	case mg.GetCondition(TypeUpToDate).Status != corev1.ConditionUnknown:
+		// Taken over: the review no longer applies. A fixed message, so
+		// that drift repairs do not rewrite it.
+		mg.SetConditions(xpv2.Condition{
+			Type:               TypeUpToDate,
+			Status:             corev1.ConditionTrue,
+			Reason:             ReasonManaged,
+			Message:            "Fully managed: the provider applies the spec and repairs drift.",
+			LastTransitionTime: metav1.Now(),
+		})
+	}
 	return o, nil
+}
+
+// importReview is the UpToDate condition of an observe-only Widget: whether
+// switching it to full management would change the widget, field by field
+// (the same differences the provider would repair).
+func importReview(d differences) xpv2.Condition {
+	c := xpv2.Condition{
+		Type:               TypeUpToDate,
+		Status:             corev1.ConditionTrue,
+		Reason:             ReasonNoDifference,
+		Message:            "The widget matches the spec: switching to full management would change nothing.",
+		LastTransitionTime: metav1.Now(),
+	}
+	if !d.empty() {
+		c.Status = corev1.ConditionFalse
+		c.Reason = ReasonWouldChange
+		c.Message = "Switching to full management would change the widget: " + d.String()
+	}
+	return c
 }
 
 // Create creates the widget under the external name, carrying the ownership
