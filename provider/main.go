@@ -103,8 +103,10 @@ func run(c *cli) error {
 		}
 	}
 	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, c.MaxReconcileRate), ctrl.Options{
-		Scheme:                     scheme,
-		Cache:                      cache.Options{SyncPeriod: &c.SyncInterval},
+		Scheme: scheme,
+		// managedFields are never read here, and are a large part of every
+		// cached object: drop them before they are cached.
+		Cache:                      cache.Options{SyncPeriod: &c.SyncInterval, DefaultTransform: cache.TransformStripManagedFields()},
 		LeaderElection:             c.LeaderElection,
 		LeaderElectionID:           "crossplane-leader-election-provider-widget",
 		LeaderElectionNamespace:    c.LeaderElectionNamespace,
