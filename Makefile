@@ -77,9 +77,13 @@ xpkg: ## Build provider-widget and function-widget .xpkg packages for linux/amd6
 	@$(TOOLS) crank
 	CRANK_BIN="$$($(TOOLS) path crank)" $(GO) run ./package/build xpkg --version $(VERSION) --arch $(XPKG_ARCHS) --output-dir $(OUTPUT_DIR) --registry $(REGISTRY)
 
-.PHONY: publish
-publish: xpkg ## Push the provider and function as multi-arch images, then the Configuration, to $(REGISTRY)/<package>:$(VERSION), e.g. make publish REGISTRY=xpkg.example.com/widgetco.
+# Before anything is built: publishing needs to be told where.
+.PHONY: publish-registry
+publish-registry:
 	@test "$(origin REGISTRY)" = "command line" -o "$(origin REGISTRY)" = "environment" || { echo "publish: say where to push, e.g. make publish REGISTRY=xpkg.example.com/widgetco" >&2; exit 1; }
+
+.PHONY: publish
+publish: publish-registry xpkg ## Push the provider and function as multi-arch images, then the Configuration, to $(REGISTRY)/<package>:$(VERSION), e.g. make publish REGISTRY=xpkg.example.com/widgetco.
 	CRANK_BIN="$$($(TOOLS) path crank)" $(GO) run ./package/build publish --version $(VERSION) --arch $(XPKG_ARCHS) --output-dir $(OUTPUT_DIR) --registry $(REGISTRY)
 
 ##@ Test
