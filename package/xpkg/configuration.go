@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -13,7 +13,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -135,11 +135,8 @@ func (b *Builder) configurationRoot(c ConfigurationPackage) string {
 // runtime image and no architecture.
 func (b *Builder) BuildConfiguration(ctx context.Context, c ConfigurationPackage, registry string) (Artifact, error) {
 	a := Artifact{Package: c.Name, Xpkg: b.ConfigurationFile(c)}
-	if err := b.validate(); err != nil {
+	if err := b.readyToRun(); err != nil {
 		return a, err
-	}
-	if b.Crank == "" {
-		return a, errors.New("the Crossplane CLI (crank) is required: bash hack/tools.sh crank builds it")
 	}
 	t := time.Now()
 	files, err := b.ConfigurationFiles(c, registry)
@@ -161,7 +158,7 @@ func (b *Builder) BuildConfiguration(ctx context.Context, c ConfigurationPackage
 	if err := os.MkdirAll(filepath.Dir(a.Xpkg), 0o750); err != nil {
 		return a, errors.Wrap(err, "cannot create output directory")
 	}
-	args := []string{"xpkg", "build",
+	args := []string{
 		"--package-root", root,
 		"--examples-root", b.abs(c.Examples),
 		"--package-file", a.Xpkg,
@@ -169,23 +166,9 @@ func (b *Builder) BuildConfiguration(ctx context.Context, c ConfigurationPackage
 	if len(c.Ignore) > 0 {
 		args = append(args, "--ignore", strings.Join(c.Ignore, ","))
 	}
-	cmd := exec.CommandContext(ctx, b.Crank, args...) //nolint:gosec // runs the pinned Crossplane CLI on this repository's package
-	cmd.Dir = b.RepoRoot
-	if err := run(cmd); err != nil {
+	if err := b.crankBuild(ctx, &a, args); err != nil {
 		return a, errors.Wrapf(err, "cannot build package %s", c.Name)
 	}
-	pkg, err := tarball.ImageFromPath(a.Xpkg, nil)
-	if err != nil {
-		return a, errors.Wrap(err, "cannot read built package")
-	}
-	if a.XpkgDigest, err = pkg.Digest(); err != nil {
-		return a, errors.Wrap(err, "cannot compute package digest")
-	}
-	fi, err := os.Stat(a.Xpkg)
-	if err != nil {
-		return a, errors.Wrap(err, "cannot stat built package")
-	}
-	a.XpkgSize = fi.Size()
 	a.Duration = time.Since(t)
 	b.logf("built %s for %s in %s", filepath.Base(a.Xpkg), registry, since(t))
 	return a, nil
@@ -195,18 +178,11 @@ func (b *Builder) BuildConfiguration(ctx context.Context, c ConfigurationPackage
 // dependencies published in registry: crossplane.yaml and one file per
 // object.
 func (b *Builder) ConfigurationFiles(c ConfigurationPackage, registry string) (map[string][]byte, error) {
-	repo := func(p Package) (string, error) {
-		r := strings.TrimSuffix(registry, "/") + "/" + p.Name
-		if _, err := name.NewRepository(r, name.StrictValidation); err != nil || strings.Contains(registry, "://") {
-			return "", errors.Errorf("registry %q is not a registry host with an optional path, such as xpkg.example.com/widgetco", registry)
-		}
-		return r, nil
-	}
-	prov, err := repo(c.Provider)
+	prov, err := repositoryIn(registry, c.Provider.Name)
 	if err != nil {
 		return nil, err
 	}
-	fn, err := repo(c.Function)
+	fn, err := repositoryIn(registry, c.Function.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -214,10 +190,7 @@ func (b *Builder) ConfigurationFiles(c ConfigurationPackage, registry string) (m
 	if err != nil {
 		return nil, err
 	}
-	fnName, err := DependencyName(fn)
-	if err != nil {
-		return nil, err
-	}
+	fnName := toDNSLabel(fn.RepositoryStr())
 
 	meta, err := readYAML(b.abs(c.Meta))
 	if err != nil {
@@ -249,8 +222,8 @@ func (b *Builder) ConfigurationFiles(c ConfigurationPackage, registry string) (m
 		return nil, errors.Errorf("%s: spec.dependsOn must name the %s Provider and the %s Function (apiVersion %s, kind, package, version) and nothing else: the build sets their registry and version constraint", c.Meta, c.Provider.Name, c.Function.Name, pkgAPIVersion)
 	}
 	spec["dependsOn"] = []any{
-		map[string]any{"apiVersion": pkgAPIVersion, "kind": "Provider", "package": prov, "version": constraint},
-		map[string]any{"apiVersion": pkgAPIVersion, "kind": "Function", "package": fn, "version": constraint},
+		map[string]any{"apiVersion": pkgAPIVersion, "kind": "Provider", "package": prov.String(), "version": constraint},
+		map[string]any{"apiVersion": pkgAPIVersion, "kind": "Function", "package": fn.String(), "version": constraint},
 	}
 	files := map[string][]byte{}
 	if files["crossplane.yaml"], err = yaml.Marshal(meta[0]); err != nil {
@@ -317,58 +290,41 @@ func readYAML(path string) ([]map[string]any, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot read package source")
 	}
+	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
 	var out []map[string]any
-	for _, doc := range splitYAML(b) {
+	for {
 		var m map[string]any
-		if err := yaml.Unmarshal(doc, &m); err != nil {
+		err := d.Decode(&m)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
 			return nil, errors.Wrapf(err, "cannot parse %s", path)
 		}
 		if len(m) > 0 {
 			out = append(out, m)
 		}
 	}
-	return out, nil
-}
-
-// splitYAML splits a YAML stream at its "---" document separators.
-func splitYAML(b []byte) [][]byte {
-	var docs [][]byte
-	var cur bytes.Buffer
-	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
-		if t := bytes.TrimRight(line, " \t\r\n"); bytes.Equal(t, []byte("---")) {
-			docs = append(docs, bytes.Clone(cur.Bytes()))
-			cur.Reset()
-			continue
-		}
-		cur.Write(line)
-	}
-	return append(docs, cur.Bytes())
 }
 
 // PublishConfiguration pushes c, which BuildConfiguration wrote, to
 // registry/<name>:<version> and returns the reference it pushed. registry
 // must be the one c was built for: its dependencies are there.
 func (b *Builder) PublishConfiguration(ctx context.Context, c ConfigurationPackage, registry string) (string, error) {
-	if err := b.validate(); err != nil {
+	if err := b.readyToRun(); err != nil {
 		return "", err
 	}
-	if b.Crank == "" {
-		return "", errors.New("the Crossplane CLI (crank) is required: bash hack/tools.sh crank builds it")
-	}
-	ref, err := name.NewTag(strings.TrimSuffix(registry, "/")+"/"+c.Name+":"+b.Version, name.StrictValidation)
-	if err != nil || strings.Contains(registry, "://") {
-		return "", errors.Errorf("registry %q is not a registry host with an optional path, such as xpkg.example.com/widgetco", registry)
+	ref, err := tagIn(registry, c.Name, b.Version)
+	if err != nil {
+		return "", err
 	}
 	f := b.ConfigurationFile(c)
 	if _, err := os.Stat(f); err != nil {
 		return "", errors.Wrapf(err, "cannot find package %s (build it first)", c.Name)
 	}
 	t := time.Now()
-	//nolint:gosec // runs the pinned Crossplane CLI on this build's own package
-	cmd := exec.CommandContext(ctx, b.Crank, "xpkg", "push", "--package-files", f, ref.String())
-	cmd.Dir = b.RepoRoot
-	if err := run(cmd); err != nil {
-		return "", errors.Wrapf(err, "cannot push %s", ref)
+	if err := b.push(ctx, []string{f}, ref); err != nil {
+		return "", err
 	}
 	b.logf("pushed %s in %s", ref, since(t))
 	return ref.String(), nil

@@ -253,11 +253,8 @@ func (b *Builder) Labels(p Package) map[string]string {
 // packages or architectures may run concurrently.
 func (b *Builder) Build(ctx context.Context, p Package, arch string) (Artifact, error) {
 	a := Artifact{Package: p.Name, Arch: arch, Image: b.ImageTarball(p, arch), Xpkg: b.XpkgFile(p, arch)}
-	if err := b.validate(); err != nil {
+	if err := b.readyToRun(); err != nil {
 		return a, err
-	}
-	if b.Crank == "" {
-		return a, errors.New("the Crossplane CLI (crank) is required: bash hack/tools.sh crank builds it")
 	}
 	t := time.Now()
 
@@ -292,7 +289,7 @@ func (b *Builder) Build(ctx context.Context, p Package, arch string) (Artifact, 
 		return a, errors.Wrapf(err, "cannot write runtime image of %s for linux/%s", p.Name, arch)
 	}
 
-	args := []string{"xpkg", "build",
+	args := []string{
 		"--package-root", b.abs(p.Root),
 		"--examples-root", b.abs(p.Examples),
 		"--embed-runtime-image-tarball", a.Image,
@@ -301,27 +298,35 @@ func (b *Builder) Build(ctx context.Context, p Package, arch string) (Artifact, 
 	if len(p.Ignore) > 0 {
 		args = append(args, "--ignore", strings.Join(p.Ignore, ","))
 	}
-	cmd := exec.CommandContext(ctx, b.Crank, args...) //nolint:gosec // runs the pinned Crossplane CLI on this repository's package
-	cmd.Dir = b.RepoRoot
-	if err := run(cmd); err != nil {
+	if err := b.crankBuild(ctx, &a, args); err != nil {
 		return a, errors.Wrapf(err, "cannot build package %s for linux/%s", p.Name, arch)
 	}
-
-	pkg, err := tarball.ImageFromPath(a.Xpkg, nil)
-	if err != nil {
-		return a, errors.Wrap(err, "cannot read built package")
-	}
-	if a.XpkgDigest, err = pkg.Digest(); err != nil {
-		return a, errors.Wrap(err, "cannot compute package digest")
-	}
-	fi, err := os.Stat(a.Xpkg)
-	if err != nil {
-		return a, errors.Wrap(err, "cannot stat built package")
-	}
-	a.XpkgSize = fi.Size()
 	a.Duration = time.Since(t)
 	b.logf("built %s for linux/%s in %s", filepath.Base(a.Xpkg), arch, since(t))
 	return a, nil
+}
+
+// crankBuild runs `crossplane xpkg build` with args, which must write
+// a.Xpkg, and records the package's digest and size in a.
+func (b *Builder) crankBuild(ctx context.Context, a *Artifact, args []string) error {
+	cmd := exec.CommandContext(ctx, b.Crank, append([]string{"xpkg", "build"}, args...)...) //nolint:gosec // runs the pinned Crossplane CLI on this repository's package
+	cmd.Dir = b.RepoRoot
+	if err := run(cmd); err != nil {
+		return err
+	}
+	pkg, err := tarball.ImageFromPath(a.Xpkg, nil)
+	if err != nil {
+		return errors.Wrap(err, "cannot read built package")
+	}
+	if a.XpkgDigest, err = pkg.Digest(); err != nil {
+		return errors.Wrap(err, "cannot compute package digest")
+	}
+	fi, err := os.Stat(a.Xpkg)
+	if err != nil {
+		return errors.Wrap(err, "cannot stat built package")
+	}
+	a.XpkgSize = fi.Size()
+	return nil
 }
 
 // Publish pushes p's packages of archs, which Build wrote, to
@@ -330,15 +335,12 @@ func (b *Builder) Build(ctx context.Context, p Package, arch string) (Artifact, 
 // and an optional path, such as xpkg.example.com/widgetco. It returns the
 // reference it pushed.
 func (b *Builder) Publish(ctx context.Context, p Package, archs []string, registry string) (string, error) {
-	if err := b.validate(); err != nil {
+	if err := b.readyToRun(); err != nil {
 		return "", err
 	}
-	if b.Crank == "" {
-		return "", errors.New("the Crossplane CLI (crank) is required: bash hack/tools.sh crank builds it")
-	}
-	ref, err := name.NewTag(strings.TrimSuffix(registry, "/")+"/"+p.Name+":"+b.Version, name.StrictValidation)
-	if err != nil || strings.Contains(registry, "://") {
-		return "", errors.Errorf("registry %q is not a registry host with an optional path, such as xpkg.example.com/widgetco", registry)
+	ref, err := tagIn(registry, p.Name, b.Version)
+	if err != nil {
+		return "", err
 	}
 	files := make([]string, 0, len(archs))
 	for _, arch := range archs {
@@ -349,14 +351,50 @@ func (b *Builder) Publish(ctx context.Context, p Package, archs []string, regist
 		files = append(files, f)
 	}
 	t := time.Now()
-	//nolint:gosec // runs the pinned Crossplane CLI on this build's own packages
-	cmd := exec.CommandContext(ctx, b.Crank, "xpkg", "push", "--package-files", strings.Join(files, ","), ref.String())
-	cmd.Dir = b.RepoRoot
-	if err := run(cmd); err != nil {
-		return "", errors.Wrapf(err, "cannot push %s", ref)
+	if err := b.push(ctx, files, ref); err != nil {
+		return "", err
 	}
 	b.logf("pushed %s (%s) in %s", ref, strings.Join(archs, ", "), since(t))
 	return ref.String(), nil
+}
+
+// push pushes package files to ref with `crossplane xpkg push`: one file as
+// an image, several as an image index.
+func (b *Builder) push(ctx context.Context, files []string, ref name.Tag) error {
+	//nolint:gosec // runs the pinned Crossplane CLI on this build's own packages
+	cmd := exec.CommandContext(ctx, b.Crank, "xpkg", "push", "--package-files", strings.Join(files, ","), ref.String())
+	cmd.Dir = b.RepoRoot
+	return errors.Wrapf(run(cmd), "cannot push %s", ref)
+}
+
+// readyToRun checks the builder and that it has the Crossplane CLI.
+func (b *Builder) readyToRun() error {
+	if err := b.validate(); err != nil {
+		return err
+	}
+	if b.Crank == "" {
+		return errors.New("the Crossplane CLI (crank) is required: bash hack/tools.sh crank builds it")
+	}
+	return nil
+}
+
+// repositoryIn is the repository of package pkg in registry, a host and an
+// optional path such as xpkg.example.com/widgetco.
+func repositoryIn(registry, pkg string) (name.Repository, error) {
+	r, err := name.NewRepository(strings.TrimSuffix(registry, "/")+"/"+pkg, name.StrictValidation)
+	if err != nil || strings.Contains(registry, "://") {
+		return name.Repository{}, errors.Errorf("registry %q is not a registry host with an optional path, such as xpkg.example.com/widgetco", registry)
+	}
+	return r, nil
+}
+
+// tagIn is package pkg's version in registry.
+func tagIn(registry, pkg, version string) (name.Tag, error) {
+	r, err := repositoryIn(registry, pkg)
+	if err != nil {
+		return name.Tag{}, err
+	}
+	return r.Tag(version), nil
 }
 
 // run runs cmd and returns an error that includes its output when it fails.
