@@ -46,11 +46,20 @@ func providerSection(t *testing.T, b *bench) string {
 	k := b.kube(t)
 	bin := b.build(t, "provider-widget", "./provider")
 
+	// WIDGET_BENCH_PROVIDER_BASELINE names another build of the provider
+	// (e.g. of the main branch) to compare with: each run of the first flag
+	// set then runs it too, right before, on the same API server.
+	baseline := os.Getenv("WIDGET_BENCH_PROVIDER_BASELINE")
+
 	type scenario struct {
 		flags string
 		runs  []providerRun
 	}
-	scs := make([]scenario, 0, len(sweep))
+	scs := make([]scenario, 0, len(sweep)+1)
+	var base *scenario
+	if baseline != "" {
+		base = &scenario{flags: "baseline"}
+	}
 	seq := 0
 	for i, flags := range sweep {
 		sc := scenario{flags: flags}
@@ -59,6 +68,12 @@ func providerSection(t *testing.T, b *bench) string {
 			nruns = runs
 		}
 		for range nruns {
+			if base != nil && i == 0 {
+				seq++
+				r := runProvider(t, k, baseline, runOpts{ns: fmt.Sprintf("create-%d", seq), n: n, workers: workers, args: append(strings.Fields(flags), extra...), raw: true})
+				t.Logf("baseline provider %q: all Ready in %s, raw ConfigMaps %s", flags, r.allReady, r.rawCreate)
+				base.runs = append(base.runs, r)
+			}
 			seq++
 			r := runProvider(t, k, bin, runOpts{ns: fmt.Sprintf("create-%d", seq), n: n, workers: workers, args: append(strings.Fields(flags), extra...), raw: true})
 			t.Logf("provider %q: all Ready in %s, p50 %s, p99 %s, raw ConfigMaps %s", flags, r.allReady, quantile(r.toReady, .5), quantile(r.toReady, .99), r.rawCreate)
@@ -110,10 +125,32 @@ func providerSection(t *testing.T, b *bench) string {
 	w("| + feed echoes of the provider's own writes skipped, finalizer added with the default name, own create annotations ignored; bench Widgets set region (no late-init write) | 11.2 s | 200 Widget | 14 | 7.3 |\n\n")
 	w("Session 1's published figure for the same flags (N=200, region late-initialized) was 83.0 s, 12.2 kube-apiserver\n")
 	w("and 6.0 Widget API requests per Widget. The default `--max-reconcile-rate` is now 50 (the table's first row).\n")
+	if base != nil {
+		w("\nWith `WIDGET_BENCH_PROVIDER_BASELINE=%s`, the baseline ran right before each run of the first flag set, its ConfigMaps created the same way:\n\n", baseline)
+		w("| build | run | all Ready | Widgets Ready/s | raw ConfigMap creates/s | provider / raw | kube-apiserver requests/Widget | writes (PUT, PATCH, POST: objects, status, events)/Widget | Widget API requests/Widget | provider CPU |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		for _, sc := range []scenario{*base, scs[0]} {
+			name := "this build"
+			if sc.flags == "baseline" {
+				name = "baseline"
+			}
+			for i, r := range sc.runs {
+				fn := float64(r.n)
+				rate, raw := fn/r.allReady.Seconds(), float64(r.rawCreateCount)/r.rawCreate.Seconds()
+				writes := r.kubeByMethod["PUT"] + r.kubeByMethod["PATCH"] + r.kubeByMethod["POST"]
+				w("| %s | %d | %s | %.1f | %.0f | %.2f%% | %.2f | %.2f | %.2f | %.1f s |\n", name, i+1, secs(r.allReady), rate, raw, 100*rate/raw,
+					r.kubeRequests/fn, writes/fn, r.apiTotal/fn, r.cpu.Seconds())
+			}
+		}
+	}
 	last := scs[0].runs[len(scs[0].runs)-1]
 	w("\nWidget API requests during creation (first flags, last run), by operation:\n\n| operation | requests | per Widget |\n| --- | ---: | ---: |\n")
 	for _, op := range sortedKeys(last.apiRequests) {
 		w("| %s | %.0f | %.2f |\n", op, last.apiRequests[op], last.apiRequests[op]/float64(last.n))
+	}
+	w("\nThe provider's kube-apiserver requests during creation (first flags, last run), by method")
+	w(" (`rest_client_requests_total`; PUT and PATCH are the writes, status ones included):\n\n| method | requests | per Widget |\n| --- | ---: | ---: |\n")
+	for _, m := range sortedKeys(last.kubeByMethod) {
+		w("| %s | %.0f | %.2f |\n", m, last.kubeByMethod[m], last.kubeByMethod[m]/float64(last.n))
 	}
 	png := filepath.Join(b.docDir, "benchmarks-time-to-ready.png")
 	series := make([]histSeries, 0, len(scs))
@@ -194,6 +231,7 @@ type providerRun struct {
 	toReady        []time.Duration // per Widget, create sent to Ready
 	reconciles     float64
 	kubeRequests   float64 // from the provider, rest_client_requests_total
+	kubeByMethod   map[string]float64
 	apiRequests    map[string]float64
 	apiTotal       float64
 	apiGets        float64 // GETs of one widget: one per reconcile that did work
@@ -236,6 +274,7 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 	r.args = p.args
 	metrics, stop, pid := p.metrics, p.stop, p.pid
 	kube0 := promSum(metrics, "rest_client_requests_total")
+	kubeBy0 := promSamples(metrics, "rest_client_requests_total").By("method")
 	cpu0 := cpuTime(pid)
 
 	readyAt := make(map[string]time.Time, n)
@@ -288,6 +327,10 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 	r.cpu = cpuTime(pid) - cpu0
 	r.reconciles = promSum(metrics, "controller_runtime_reconcile_total")
 	r.kubeRequests = promSum(metrics, "rest_client_requests_total") - kube0
+	r.kubeByMethod = promSamples(metrics, "rest_client_requests_total").By("method")
+	for m, v := range kubeBy0 {
+		r.kubeByMethod[m] -= v
+	}
 	r.feedEnqueues = promSum(metrics, "widget_feed_enqueues_total")
 	r.feedSkips = promSum(metrics, "widget_feed_skips_total")
 	apiBy, apiTot := apiRequests(t, s)

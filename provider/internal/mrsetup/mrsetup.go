@@ -87,10 +87,17 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	limiter := ratelimit.New(ratelimiter.NewController())
 	record := event.NewAPIRecorder(mgr.GetEventRecorderFor(name))
 
+	absent := &absences{}
 	opts := []managed.ReconcilerOption{
-		managed.WithTypedExternalConnector[T](connect(Env{Kind: gvk.GroupKind().String(), Limiter: limiter, Record: record})),
-		managed.WithInitializers(names.NewInitializer(mgr.GetClient())),
-		managed.WithReferenceResolver(LocalReferences(managed.NewAPISimpleReferenceResolver(mgr.GetClient()))),
+		managed.WithTypedExternalConnector[T](&observingConnector[T]{
+			TypedExternalConnector: connect(Env{Kind: gvk.GroupKind().String(), Limiter: limiter, Record: record}),
+			absent:                 absent,
+		}),
+		managed.WithInitializers(names.NewInitializer()),
+		// See writes.go: two writes fewer for every new resource.
+		managed.WithFinalizer(&deferredFinalizer{Finalizer: resource.NewAPIFinalizer(mgr.GetClient(), managed.FinalizerName), absent: absent}),
+		managed.WithCriticalAnnotationUpdater(statusKeepingUpdater{managed.NewRetryingCriticalAnnotationUpdater(mgr.GetClient())}),
+		managed.WithReferenceResolver(reinitializing{next: LocalReferences(managed.NewAPISimpleReferenceResolver(mgr.GetClient())), init: names.NewInitializer()}),
 		// Names are chosen before creation, so a crash between the API's
 		// create and recording the result is safe to retry.
 		managed.WithDeterministicExternalName(true),

@@ -9,11 +9,9 @@ import (
 	"encoding/hex"
 	"strings"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 	"github.com/widgetco/crossplane-widget/widgetapi"
@@ -206,30 +204,25 @@ func Defaulted(mg resource.Managed) bool {
 }
 
 // Initializer gives a managed resource its default external name when it has
-// none, and persists it before anything is created, so the name is known even
-// if the provider crashes mid-create. The same write adds the managed
-// resource finalizer, which the reconciler would otherwise add with an update
-// of its own a moment later: one write (and one watch event) fewer for every
-// new resource.
-type Initializer struct {
-	kube client.Client
-}
+// none. It writes nothing: the name is deterministic, so a reconcile that
+// stops before saving it chooses the same name next time, and the
+// reconciler's external-create-pending update saves it (with the finalizer)
+// before anything is created under it; a resource whose widget already exists
+// saves it with the finalizer.
+type Initializer struct{}
 
-// NewInitializer returns an Initializer that updates resources with kube.
-func NewInitializer(kube client.Client) *Initializer { return &Initializer{kube: kube} }
+// NewInitializer returns an Initializer.
+func NewInitializer() *Initializer { return &Initializer{} }
 
 // Initialize implements managed.Initializer.
-func (i *Initializer) Initialize(ctx context.Context, mg resource.Managed) error {
+func (i *Initializer) Initialize(_ context.Context, mg resource.Managed) error {
 	if meta.GetExternalName(mg) != "" {
 		return nil
 	}
 	name := Default(mg)
 	meta.SetExternalName(mg, name)
 	meta.AddAnnotations(mg, map[string]string{AnnotationDefaultExternalName: name})
-	if !meta.WasDeleted(mg) { // a deleting object takes no new finalizers
-		meta.AddFinalizer(mg, managed.FinalizerName)
-	}
-	return errors.Wrap(i.kube.Update(ctx, mg), "cannot record the default external name")
+	return nil
 }
 
 var _ managed.Initializer = &Initializer{}

@@ -174,6 +174,16 @@ func (ss Samples) Of(name string) Samples {
 	return out
 }
 
+// By adds up the samples' values by the value of label (the empty string
+// for samples without it).
+func (ss Samples) By(label string) map[string]float64 {
+	m := map[string]float64{}
+	for _, s := range ss {
+		m[s.Labels[label]] += s.Value
+	}
+	return m
+}
+
 // Series returns the samples as series -> value, adding up repeated series.
 func (ss Samples) Series() map[string]float64 {
 	m := make(map[string]float64, len(ss))

@@ -69,6 +69,18 @@ func TestSum(t *testing.T) {
 	}
 }
 
+func TestBy(t *testing.T) {
+	ss, _ := Parse(strings.NewReader(exposition))
+	want := map[string]float64{"GET": 9, "POST": 3}
+	if diff := cmp.Diff(want, ss.Of("widget_api_requests_total").By("method")); diff != "" {
+		t.Errorf("By(method): -want, +got:\n%s", diff)
+	}
+	want = map[string]float64{"": 1.5}
+	if diff := cmp.Diff(want, ss.Of("weird").By("method")); diff != "" {
+		t.Errorf("By(method) of samples without it: -want, +got:\n%s", diff)
+	}
+}
+
 func TestScrape(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/metrics" {

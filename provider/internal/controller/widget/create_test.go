@@ -53,7 +53,7 @@ func testCreate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 			want: want{
 				widget: &widget{Size: "small", Region: "eu-west-1", Description: "web tier", State: widgetapi.StateProvisioning,
 					Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
-				ready: xpv2.Creating().WithMessage("The Widget API is provisioning the widget"),
+				ready: xpv2.Creating(),
 			},
 		},
 		"ServerDefaults": {
@@ -61,7 +61,7 @@ func testCreate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 			mods:   []mod{explicitName("imported")},
 			want: want{
 				widget: &widget{Size: "small", Region: "us-east-1", State: widgetapi.StateProvisioning, Labels: map[string]string{names.OwnerLabel: ownerPlaceholder}},
-				ready:  xpv2.Creating().WithMessage("The Widget API is provisioning the widget"),
+				ready:  xpv2.Creating(),
 			},
 		},
 		"AlreadyExists": {
@@ -80,7 +80,7 @@ func testCreate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 			want: want{
 				widget: &widget{Size: "small", Region: "us-east-1", State: widgetapi.StateProvisioning,
 					Labels: func() map[string]string { l := mostLabels(); l[names.OwnerLabel] = ownerPlaceholder; return l }()},
-				ready: xpv2.Creating().WithMessage("The Widget API is provisioning the widget"),
+				ready: xpv2.Creating(),
 			},
 		},
 		"Rejected": {

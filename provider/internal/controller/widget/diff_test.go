@@ -286,7 +286,7 @@ func TestReadiness(t *testing.T) {
 		want     xpv2.Condition
 	}{
 		"Ready":        {reason: "Ready only when the API says Ready.", w: widgetapi.Widget{State: widgetapi.StateReady}, want: xpv2.Available()},
-		"Provisioning": {reason: "Provisioning is Creating.", w: widgetapi.Widget{State: widgetapi.StateProvisioning}, want: xpv2.Creating().WithMessage("The Widget API is provisioning the widget")},
+		"Provisioning": {reason: "Provisioning is Creating.", w: widgetapi.Widget{State: widgetapi.StateProvisioning}, want: xpv2.Creating()},
 		"Resizing": {
 			reason: "Resizing is not ready, with its own reason and the target size.",
 			w:      widgetapi.Widget{State: widgetapi.StateResizing, Size: "large"},

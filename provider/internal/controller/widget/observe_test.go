@@ -208,7 +208,7 @@ func testObserve[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) 
 			mods:   []mod{defaultName(), withSpec(full)},
 			want: want{
 				o:     managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
-				ready: xpv2.Creating().WithMessage("The Widget API is provisioning the widget"), spec: full, status: true,
+				ready: xpv2.Creating(), spec: full, status: true,
 			},
 		},
 		"Resizing": {

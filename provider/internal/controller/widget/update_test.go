@@ -182,7 +182,7 @@ func testUpdate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 				err: cmpopts.AnyError, checked: isRateLimited,
 				widget:    widget{Size: "small", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
 				untouched: true,
-				ready:     xpv2.Creating().WithMessage("The Widget API is provisioning the widget"),
+				ready:     xpv2.Creating(),
 			},
 		},
 	}

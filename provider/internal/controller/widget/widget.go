@@ -292,7 +292,10 @@ func readiness(w *widgetapi.Widget, deleting bool) xpv2.Condition {
 	case widgetapi.StateReady:
 		return xpv2.Available()
 	case widgetapi.StateProvisioning:
-		return xpv2.Creating().WithMessage("The Widget API is provisioning the widget")
+		// No message: Crossplane's reconciler marks a resource it has just
+		// created Creating without one, and the same condition keeps the
+		// observations while the widget is provisioned from writing again.
+		return xpv2.Creating()
 	case widgetapi.StateResizing:
 		return xpv2.Condition{
 			Type:               xpv2.TypeReady,

@@ -1,0 +1,151 @@
+package mrsetup
+
+import (
+	"context"
+	"reflect"
+	"sync"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Fewer writes per new resource. crossplane-runtime's managed reconciler
+// writes a new resource five or six times before it is Ready: the finalizer,
+// the external-create-pending annotation, the external-create-succeeded
+// annotation, the status after the create, the status while the Widget API
+// provisions, and the Ready status. Every write is also a watch event for
+// Crossplane's composite controller, which reconciles the XR that composed
+// the resource. Two of them carry nothing new:
+//
+//   - The finalizer protects an external resource from being left behind. A
+//     resource whose external resource does not exist needs no finalizer
+//     yet, and when the reconciler goes on to create it, it first writes the
+//     external-create-pending annotation, which carries the finalizer too.
+//     deferredFinalizer therefore adds the finalizer without a write when
+//     the same reconcile observed no external resource.
+//   - Create records what the Widget API answered, but the reconciler's
+//     update of the external-create-succeeded annotation replaces the
+//     resource with the API server's copy, status included, so the status
+//     written after the create lacks it and the next observation writes it.
+//     statusKeepingUpdater keeps the status Create recorded.
+
+// reinitializing resolves references with next, then initializes the
+// resource again with init: a resolver that changes a reference patches the
+// resource and replaces it with the API server's copy, which lacks what
+// the initializer set without writing (the default external name).
+type reinitializing struct {
+	next managed.ReferenceResolver
+	init managed.Initializer
+}
+
+func (r reinitializing) ResolveReferences(ctx context.Context, mg resource.Managed) error {
+	if err := r.next.ResolveReferences(ctx, mg); err != nil {
+		return err
+	}
+	return r.init.Initialize(ctx, mg)
+}
+
+// absences remembers, by UID, the resource version of each resource whose
+// external resource the last observation found absent.
+type absences struct {
+	m sync.Map // types.UID -> resourceVersion string
+}
+
+// record notes the result of an observation of o.
+func (a *absences) record(o client.Object, exists bool) {
+	if exists || meta.WasDeleted(o) {
+		a.m.Delete(o.GetUID())
+		return
+	}
+	a.m.Store(o.GetUID(), o.GetResourceVersion())
+}
+
+// take reports, once, whether the last observation of o found its external
+// resource absent, and o has not been written since.
+func (a *absences) take(o client.Object) bool {
+	rv, ok := a.m.LoadAndDelete(o.GetUID())
+	return ok && rv == o.GetResourceVersion()
+}
+
+// forget drops what is known about the resource with the supplied UID.
+func (a *absences) forget(uid types.UID) { a.m.Delete(uid) }
+
+// observingConnector connects external clients whose observations are
+// recorded in absent.
+type observingConnector[T resource.Managed] struct {
+	managed.TypedExternalConnector[T]
+	absent *absences
+}
+
+func (c *observingConnector[T]) Connect(ctx context.Context, mg T) (managed.TypedExternalClient[T], error) {
+	ec, err := c.TypedExternalConnector.Connect(ctx, mg)
+	if err != nil {
+		return nil, err
+	}
+	return &observingClient[T]{TypedExternalClient: ec, absent: c.absent}, nil
+}
+
+type observingClient[T resource.Managed] struct {
+	managed.TypedExternalClient[T]
+	absent *absences
+}
+
+func (c *observingClient[T]) Observe(ctx context.Context, mg T) (managed.ExternalObservation, error) {
+	o, err := c.TypedExternalClient.Observe(ctx, mg)
+	if err != nil {
+		c.absent.forget(mg.GetUID())
+		return o, err
+	}
+	c.absent.record(mg, o.ResourceExists)
+	return o, nil
+}
+
+// deferredFinalizer adds the managed resource finalizer without writing it
+// when the reconcile that adds it found no external resource: there is
+// nothing to protect yet, and the create that may follow persists it.
+// Otherwise it adds it like crossplane-runtime's API finalizer.
+type deferredFinalizer struct {
+	resource.Finalizer
+	absent *absences
+}
+
+func (f *deferredFinalizer) AddFinalizer(ctx context.Context, o resource.Object) error {
+	if f.absent.take(o) {
+		meta.AddFinalizer(o, managed.FinalizerName)
+		return nil
+	}
+	return f.Finalizer.AddFinalizer(ctx, o)
+}
+
+// statusKeepingUpdater updates critical annotations like the wrapped
+// updater but keeps the status the object had before, which the update
+// would replace with the API server's.
+type statusKeepingUpdater struct {
+	managed.CriticalAnnotationUpdater
+}
+
+func (u statusKeepingUpdater) UpdateCriticalAnnotations(ctx context.Context, o client.Object) error {
+	restore := keepStatus(o)
+	err := u.CriticalAnnotationUpdater.UpdateCriticalAnnotations(ctx, o)
+	restore()
+	return err
+}
+
+// keepStatus returns a function that sets o's Status field back to what it
+// is now. Managed resource types are structs with a Status field; for any
+// other object it does nothing.
+func keepStatus(o client.Object) func() {
+	v := reflect.ValueOf(o)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return func() {}
+	}
+	f := v.Elem().FieldByName("Status")
+	if !f.IsValid() || !f.CanSet() {
+		return func() {}
+	}
+	saved := reflect.ValueOf(o.DeepCopyObject()).Elem().FieldByName("Status")
+	return func() { f.Set(saved) }
+}
