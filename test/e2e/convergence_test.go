@@ -33,10 +33,15 @@ const convergenceQuiet = 30 * time.Second
 // events - is written in the 30 s after everything is Ready, when nothing
 // asked for a change.
 //
-// It fails on today's code (claims and XRs lose Ready while converging; the
-// claims' BindCompositeResource events and function results are re-emitted
-// hundreds of times in the quiet window), so until that is fixed it runs
-// only with E2E_CONVERGENCE=1 and is not part of make test.
+// The window is delimited by etcd revisions, not by when the watches deliver
+// (seconds late under this load), and an Event that occurred before the
+// window but that its source's queue wrote only in it is logged, not
+// counted: that is a backlog draining, not churn.
+//
+// It fails on today's code: Crossplane core v2.4.2 applies stale XR
+// conditions (docs/convergence.md), so XRs lose Ready dozens of times while
+// converging and a few still loop in the quiet window. Until that is fixed
+// it runs only with E2E_CONVERGENCE=1 and is not part of make test.
 func TestConvergence(t *testing.T) {
 	if os.Getenv("E2E_CONVERGENCE") == "" {
 		t.Skip("the convergence guard fails on today's code; run it with E2E_CONVERGENCE=1")
@@ -105,20 +110,47 @@ func TestConvergence(t *testing.T) {
 	})
 	readyIn := time.Since(begin)
 
+	// The quiet window is delimited by revisions, not by when the watches
+	// deliver: under load they deliver late, and a write from before the
+	// window must not count in it.
 	quiet := time.Now()
+	quietRev, err := platform.Revision(s.ctx, suite.kube, s.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case <-s.ctx.Done():
 		t.Fatal(s.ctx.Err())
 	case <-time.After(convergenceQuiet):
 	}
+	endRev, err := platform.Revision(s.ctx, suite.kube, s.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // for the watches to deliver up to endRev
 
 	for _, w := range watched {
 		r := recs[w.what]
 		for _, l := range r.Lost() {
 			t.Errorf("%s %s lost Ready at %s (%s): %s", w.what, l.Name, l.At.Format(time.RFC3339Nano), l.Reason, l.Message)
 		}
-		if cs := r.ChangesSince(quiet); len(cs) > 0 {
-			t.Errorf("%d writes to %ss in the %s after all were Ready, with nothing asking for a change: %s", len(cs), w.what, convergenceQuiet, summarize(cs))
+		var churn, late []platform.Change
+		for _, c := range r.ChangesAfter(quietRev) {
+			switch {
+			case c.Revision > endRev:
+			case !c.Occurred.IsZero() && c.Occurred.Before(quiet.Truncate(time.Second)):
+				// An event that occurred before the window and that its
+				// source's event queue wrote only now.
+				late = append(late, c)
+			default:
+				churn = append(churn, c)
+			}
+		}
+		if len(churn) > 0 {
+			t.Errorf("%d writes to %ss in the %s after all were Ready, with nothing asking for a change: %s", len(churn), w.what, convergenceQuiet, summarize(churn))
+		}
+		if len(late) > 0 {
+			t.Logf("%d %ss that occurred before all were Ready were written in the quiet window (their sources' event queues catching up): %s", len(late), w.what, summarize(late))
 		}
 	}
 	if opens := circuitBreakerOpens(t, s.ctx) - opensBefore; opens > 0 {

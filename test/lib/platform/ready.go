@@ -2,9 +2,11 @@ package platform
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
@@ -30,9 +33,19 @@ type ReadyLoss struct {
 // recorder started) that a watch saw.
 type Change struct {
 	Name string
-	At   time.Time
+	// At is when the watch delivered the change, which under load can be
+	// well after the write.
+	At time.Time
+	// Revision is the object's resourceVersion after the write: an etcd
+	// revision, which orders it against every other write of the cluster
+	// (see Revision).
+	Revision int64
 	// Detail is, for an Event, its involved object and reason.
 	Detail string
+	// Occurred is, for an Event, when it last occurred as its source
+	// recorded it: a source whose event writes queue up writes them after
+	// that.
+	Occurred time.Time
 }
 
 // A ReadyRecorder watches the objects of one resource in one namespace and
@@ -100,11 +113,13 @@ func RecordReady(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionR
 				if e.Type == watch.Modified || e.Type == watch.Added {
 					r.mu.Lock()
 					c := Change{Name: u.GetName(), At: time.Now()}
+					c.Revision, _ = strconv.ParseInt(u.GetResourceVersion(), 10, 64)
 					if u.GetKind() == "Event" {
 						kind, _, _ := unstructured.NestedString(u.Object, "involvedObject", "kind")
 						name, _, _ := unstructured.NestedString(u.Object, "involvedObject", "name")
 						reason, _, _ := unstructured.NestedString(u.Object, "reason")
 						c.Detail = kind + "/" + name + " " + reason
+						c.Occurred = eventOccurred(u)
 					}
 					r.changes = append(r.changes, c)
 					r.mu.Unlock()
@@ -144,6 +159,47 @@ func (r *ReadyRecorder) Lost() []ReadyLoss {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]ReadyLoss(nil), r.lost...)
+}
+
+// ChangesAfter returns the writes to the objects that came after the write
+// of revision rev, however late the watch delivered them.
+func (r *ReadyRecorder) ChangesAfter(rev int64) []Change {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Change
+	for _, c := range r.changes {
+		if c.Revision > rev {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Revision writes a marker ConfigMap in ns and returns the revision of that
+// write: every write the API server accepts after it has a higher
+// resourceVersion. Kubernetes documents resourceVersions as opaque; on the
+// local control plane, one etcd, they are etcd's revisions, which is what
+// this relies on.
+func Revision(ctx context.Context, kube client.Client, ns string) (int64, error) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "revision-marker-"}}
+	if err := kube.Create(ctx, cm); err != nil {
+		return 0, errors.Wrap(err, "cannot write a revision marker")
+	}
+	rev, err := strconv.ParseInt(cm.GetResourceVersion(), 10, 64)
+	return rev, errors.Wrapf(err, "resourceVersion %q is not a revision", cm.GetResourceVersion())
+}
+
+// eventOccurred is when an Event (core/v1) last occurred: its series' last
+// observed time, its lastTimestamp, or its eventTime.
+func eventOccurred(u *unstructured.Unstructured) time.Time {
+	for _, path := range [][]string{{"series", "lastObservedTime"}, {"lastTimestamp"}, {"eventTime"}} {
+		if v, ok, _ := unstructured.NestedString(u.Object, path...); ok && v != "" {
+			if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+				return t
+			}
+		}
+	}
+	return time.Time{}
 }
 
 // ChangesSince returns the changes to the objects the watch saw since t.
