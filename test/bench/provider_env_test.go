@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -84,6 +86,7 @@ func setupWidgetProject(t *testing.T, k *kubeEnv, ns, endpoint, token string) {
 type providerProcess struct {
 	args    []string // its flags after --kubeconfig
 	metrics string   // address of its /metrics
+	pprof   string   // address of its /debug/pprof, with WIDGET_BENCH_PPROF=1
 	log     string   // its log file
 	pid     int
 	stop    func() // idempotent; also run at the end of the test
@@ -99,6 +102,13 @@ func startProviderProcess(t *testing.T, k *kubeEnv, bin, name string, extra []st
 		t.Fatal(err)
 	}
 	args := append([]string{"--metrics-bind-address", metrics, "--health-probe-bind-address", "0"}, extra...)
+	pprof := ""
+	if os.Getenv("WIDGET_BENCH_PPROF") == "1" {
+		if pprof, err = proc.FreeAddr(); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--pprof-bind-address", pprof)
+	}
 	logDir := os.Getenv("WIDGET_BENCH_LOGS")
 	if logDir == "" {
 		logDir = t.TempDir()
@@ -108,7 +118,7 @@ func startProviderProcess(t *testing.T, k *kubeEnv, bin, name string, extra []st
 	if err := pp.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &providerProcess{args: args, metrics: metrics, log: pp.LogPath(), pid: pp.PID()}
+	p := &providerProcess{args: args, metrics: metrics, pprof: pprof, log: pp.LogPath(), pid: pp.PID()}
 	p.stop = func() { _ = pp.Stop() }
 	t.Cleanup(p.stop)
 	for deadline := time.Now().Add(60 * time.Second); promSum(metrics, "controller_runtime_reconcile_total") < 0; {
@@ -119,6 +129,36 @@ func startProviderProcess(t *testing.T, k *kubeEnv, bin, name string, extra []st
 	}
 	time.Sleep(time.Second)
 	return p
+}
+
+// saveHeapProfile writes the provider's heap profile (after a GC) to
+// _output/bench/heap-<name>.pb.gz when it serves pprof, for
+// `go tool pprof -top`, and logs where.
+func saveHeapProfile(t *testing.T, p *providerProcess, name string) {
+	t.Helper()
+	if p.pprof == "" {
+		return
+	}
+	rsp, err := http.Get("http://" + p.pprof + "/debug/pprof/heap?gc=1") //nolint:noctx // a bench on loopback
+	if err != nil {
+		t.Errorf("cannot read the heap profile: %v", err)
+		return
+	}
+	defer rsp.Body.Close()
+	b, err := io.ReadAll(rsp.Body)
+	if err != nil {
+		t.Errorf("cannot read the heap profile: %v", err)
+		return
+	}
+	dir := filepath.Join("..", "..", "_output", "bench")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "heap-"+name+".pb.gz")
+	if err := os.WriteFile(out, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("heap profile of provider %s: %s (go tool pprof -top %s)", name, out, out)
 }
 
 // createAll creates n objects from mk with workers concurrent clients and

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -192,8 +194,13 @@ func providerSection(t *testing.T, b *bench) string {
 	w("\nThe change feed's long polls (one connection, `--feed-wait=30s`) are shared by all Widgets of a ProviderConfig,\n")
 	w("so they are in the totals but do not grow with the number of Widgets.\n\n")
 
-	// Scale: an Observe-only import of many existing widgets.
+	// Scale: an Observe-only import of many existing widgets, with Secrets
+	// in the cluster that are not the provider's.
 	in := envInt("WIDGET_BENCH_IMPORT_N", 10000)
+	foreign := envInt("WIDGET_BENCH_FOREIGN_SECRETS", 0)
+	if foreign > 0 {
+		createForeignSecrets(t, k, foreign, workers)
+	}
 	seq++
 	imp := runProvider(t, k, bin, runOpts{ns: fmt.Sprintf("import-%d", seq), n: in, workers: workers, importing: true,
 		args: append([]string{"--max-reconcile-rate=100"}, extra...)})
@@ -202,7 +209,11 @@ func providerSection(t *testing.T, b *bench) string {
 	w("(`managementPolicies: [Observe]`), created by %d clients, `--max-reconcile-rate=100`. All Ready in %s\n", workers, secs(imp.allReady))
 	w("(p50 %s, p99 %s); %.2f reconciles that did work and %.1f kube-apiserver requests per Widget; provider CPU %.1f s;\n",
 		secs(quantile(imp.toReady, .5)), secs(quantile(imp.toReady, .99)), imp.apiGets/float64(in), imp.kubeRequests/float64(in), imp.cpu.Seconds())
-	w("**provider RSS %.0f MB with %d Widgets** (%.0f MB with %d above).\n", float64(imp.rssKB)/1024, in, float64(last.rssKB)/1024, last.n)
+	w("**provider RSS %.0f MB with %d Widgets** (%.0f MB with %d above)", float64(imp.rssKB)/1024, in, float64(last.rssKB)/1024, last.n)
+	if foreign > 0 {
+		w(", with %d Secrets of 1 KiB in the cluster that are not the provider's", foreign)
+	}
+	w(".\n")
 
 	return doc.String()
 }
@@ -324,6 +335,7 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 	}
 	mu.Unlock()
 	r.allReady = last.Sub(first)
+	saveHeapProfile(t, p, ns)
 	r.cpu = cpuTime(pid) - cpu0
 	r.reconciles = promSum(metrics, "controller_runtime_reconcile_total")
 	r.kubeRequests = promSum(metrics, "rest_client_requests_total") - kube0
@@ -398,4 +410,23 @@ func importWidgets(t *testing.T, url string, n, workers int) {
 	}
 	close(work)
 	wg.Wait()
+}
+
+// createForeignSecrets creates n Secrets of 1 KiB in namespace foreign, as
+// other workloads (other providers' connection Secrets, Helm releases) fill
+// a real cluster.
+func createForeignSecrets(t *testing.T, k *kubeEnv, n, workers int) {
+	t.Helper()
+	if err := k.kube.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "foreign"}}); err != nil && !kerrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("x"), 1024)
+	_, took := createAll(t, k.kube, n, workers, func(i int) client.Object {
+		return &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "foreign", Name: fmt.Sprintf("s-%05d", i)},
+			Type:       "connection.crossplane.io/v1alpha1",
+			Data:       map[string][]byte{"key": data},
+		}
+	})
+	t.Logf("created %d foreign Secrets in %s", n, took)
 }

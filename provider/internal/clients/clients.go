@@ -56,6 +56,25 @@ type Resolver struct {
 
 	mu          sync.Mutex
 	httpClients map[string]*http.Client
+	now         func() time.Time
+	tokens      map[tokenRef]cachedToken
+}
+
+// MaxConnsPerEndpoint bounds the connections, and so the requests in
+// flight, to one Widget API host.
+const MaxConnsPerEndpoint = 32
+
+// TokenTTL is how long a token read from its Secret is used without reading
+// the Secret again. The provider does not cache Secrets (a cluster holds
+// many that are not its own), so without it every reconcile would read one;
+// a rotated token is in use within TokenTTL.
+const TokenTTL = 10 * time.Second
+
+type tokenRef struct{ namespace, name, key string }
+
+type cachedToken struct {
+	token string
+	read  time.Time
 }
 
 // An Option configures a Resolver.
@@ -86,6 +105,8 @@ func NewResolver(kube client.Client, opts ...Option) *Resolver {
 		observe:     func(string, int, time.Duration) {},
 		retry:       widgetapi.DefaultRetryPolicy,
 		httpClients: map[string]*http.Client{},
+		now:         time.Now,
+		tokens:      map[tokenRef]cachedToken{},
 	}
 	for _, o := range opts {
 		o(r)
@@ -212,8 +233,16 @@ func (r *Resolver) token(ctx context.Context, cr commonv1alpha1.ProviderCredenti
 	if ref == nil || ref.Name == "" || ref.Key == "" {
 		return "", errors.New("spec.credentials.secretRef must name a Secret and a key holding the Widget API token")
 	}
+	tr := tokenRef{namespace: ref.Namespace, name: ref.Name, key: ref.Key}
+	r.mu.Lock()
+	c, ok := r.tokens[tr]
+	r.mu.Unlock()
+	if ok && r.now().Sub(c.read) < TokenTTL {
+		return c.token, nil
+	}
 	s := &corev1.Secret{}
 	if err := r.kube.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, s); err != nil {
+		r.forget(tr)
 		if kerrors.IsNotFound(err) {
 			return "", errors.Errorf("token Secret %s/%s not found: create it with the Widget API token under key %q", ref.Namespace, ref.Name, ref.Key)
 		}
@@ -221,9 +250,20 @@ func (r *Resolver) token(ctx context.Context, cr commonv1alpha1.ProviderCredenti
 	}
 	tok := strings.TrimSpace(string(s.Data[ref.Key]))
 	if tok == "" {
+		r.forget(tr)
 		return "", errors.Errorf("token Secret %s/%s has no (or an empty) key %q", ref.Namespace, ref.Name, ref.Key)
 	}
+	r.mu.Lock()
+	r.tokens[tr] = cachedToken{token: tok, read: r.now()}
+	r.mu.Unlock()
 	return tok, nil
+}
+
+// forget drops a token that could not be read again.
+func (r *Resolver) forget(tr tokenRef) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.tokens, tr)
 }
 
 // httpClient returns a shared HTTP client for a CA bundle (so connections are
@@ -240,11 +280,16 @@ func (r *Resolver) httpClient(caBundle string) (*http.Client, string, error) {
 		return hc, key, nil
 	}
 	tr := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSHandshakeTimeout:   10 * time.Second,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   32,
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout: 10 * time.Second,
+		MaxIdleConns:        100,
+		MaxIdleConnsPerHost: MaxConnsPerEndpoint,
+		// At most this many requests in flight to one Widget API host,
+		// however many reconciles run: a slow API gets a bounded load,
+		// the rest wait for a connection (within their reconcile's
+		// timeout). 429s are handled separately, by the Throttle.
+		MaxConnsPerHost:       MaxConnsPerEndpoint,
 		IdleConnTimeout:       90 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},

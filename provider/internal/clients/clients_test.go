@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/pem"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -534,5 +536,118 @@ func TestProviderConfigKey(t *testing.T) {
 				t.Errorf("%s\nkeys read: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// countingKube counts reads of Secrets.
+type countingKube struct {
+	client.Client
+	secretReads int
+}
+
+func (k *countingKube) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.Secret); ok {
+		k.secretReads++
+	}
+	return k.Client.Get(ctx, key, obj, opts...)
+}
+
+// TestTokenTTL checks that a token is read from its Secret at most once per
+// TokenTTL, that a rotated token is used once TokenTTL has passed, and that
+// a Secret that cannot be read is never answered from memory.
+func TestTokenTTL(t *testing.T) {
+	ep := "https://widgets.example.com"
+	secret := tokenSecret(testSystemNS, apitest.TokenA)
+	fake := fakes.NewKube(legacyPC(ep), secret)
+	kube := &countingKube{Client: fake}
+	now := time.Unix(1_700_000_000, 0)
+	r := NewResolver(kube)
+	r.now = func() time.Time { return now }
+	resolve := func() (string, error) {
+		c, err := r.Resolve(t.Context(), clMR(&xpv2.Reference{Name: testPC}))
+		if err != nil {
+			return "", err
+		}
+		return c.Key, nil
+	}
+
+	first, err := resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(TokenTTL / 2)
+	if k, err := resolve(); err != nil || k != first || kube.secretReads != 1 {
+		t.Errorf("within TokenTTL: want the same key from one Secret read, got key %q (first %q), %d reads, error %v", k, first, kube.secretReads, err)
+	}
+
+	// Rotate the token.
+	secret.Data[testKey] = []byte(apitest.TokenB)
+	if err := fake.Update(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := resolve(); k != first {
+		t.Errorf("within TokenTTL of the first read the old token should still be used")
+	}
+	now = now.Add(TokenTTL)
+	rotated, err := resolve()
+	if err != nil || rotated == first || kube.secretReads != 2 {
+		t.Errorf("after TokenTTL: want the rotated token's key from a second read, got key %q (first %q), %d reads, error %v", rotated, first, kube.secretReads, err)
+	}
+
+	// Empty the Secret: after TokenTTL the error is reported, and the token
+	// is not used from memory afterwards either.
+	secret.Data = map[string][]byte{}
+	if err := fake.Update(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(TokenTTL)
+	for range 2 {
+		if _, err := resolve(); err == nil || !strings.Contains(err.Error(), "has no (or an empty) key") {
+			t.Errorf("an emptied token Secret: want an error saying so, got %v", err)
+		}
+	}
+}
+
+// TestConnectionsPerEndpoint checks that however many calls run at once, at
+// most MaxConnsPerEndpoint reach one Widget API host at a time, and that the
+// others wait rather than fail.
+func TestConnectionsPerEndpoint(t *testing.T) {
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		time.Sleep(50 * time.Millisecond)
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"widgets":[]}`))
+	}))
+	t.Cleanup(slow.Close)
+	kube := fakes.NewKube(nsPC(slow.URL), tokenSecret(testNamespace, apitest.TokenA))
+	c, err := NewResolver(kube, WithRetryPolicy(widgetapi.RetryPolicy{Attempts: 1})).Resolve(t.Context(), nsMR(&xpv2.ProviderConfigReference{Kind: nsv1alpha1.ProviderConfigKind, Name: testPC}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const calls = 3 * MaxConnsPerEndpoint
+	var wg sync.WaitGroup
+	errs := make(chan error, calls)
+	for range calls {
+		wg.Go(func() {
+			if _, err := c.Client.ListWidgets(t.Context(), widgetapi.ListWidgetsOptions{}); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a call that had to wait failed: %v", err)
+	}
+	if most > MaxConnsPerEndpoint || most < MaxConnsPerEndpoint/2 {
+		t.Errorf("requests in flight at most: got %d, want at most %d (and, with %d calls at once, at least %d)", most, MaxConnsPerEndpoint, calls, MaxConnsPerEndpoint/2)
 	}
 }

@@ -51,7 +51,26 @@ type follower struct {
 	cancel   context.CancelFunc
 	lastUsed time.Time
 	endpoint string
-	watchers map[string]map[watcher]version
+	// watchers are, by widget name, the managed resources that care about
+	// it: usually one, so a slice (a map per widget took 900 bytes of heap
+	// per widget, 9 MB at 10,000).
+	watchers map[string][]watch
+}
+
+// watch is a watcher and what it last saw of its widget.
+type watch struct {
+	watcher
+	seen version
+}
+
+// find returns the index of w in ws, or -1.
+func find(ws []watch, w watcher) int {
+	for i := range ws {
+		if ws[i].watcher == w {
+			return i
+		}
+	}
+	return -1
 }
 
 // version is what a watcher last saw of its widget: its generation and
@@ -158,14 +177,9 @@ func (m *Manager) Follow(c *clients.Connection, kind, widget string, key types.N
 	if widget == "" {
 		return
 	}
-	ws, ok := f.watchers[widget]
-	if !ok {
-		ws = map[watcher]version{}
-		f.watchers[widget] = ws
-	}
 	w := watcher{kind: kind, key: key}
-	if _, ok := ws[w]; !ok {
-		ws[w] = version{}
+	if ws := f.watchers[widget]; find(ws, w) < 0 {
+		f.watchers[widget] = append(ws, watch{watcher: w})
 	}
 }
 
@@ -180,20 +194,16 @@ func (m *Manager) Seen(c *clients.Connection, kind, widget string, key types.Nam
 	if !ok {
 		return
 	}
-	ws, ok := f.watchers[widget]
-	if !ok {
-		return
-	}
-	w := watcher{kind: kind, key: key}
-	if _, ok := ws[w]; ok {
-		ws[w] = version{generation: generation, state: state}
+	ws := f.watchers[widget]
+	if i := find(ws, watcher{kind: kind, key: key}); i >= 0 {
+		ws[i].seen = version{generation: generation, state: state}
 	}
 }
 
 // start starts following c. The caller holds m.mu.
 func (m *Manager) start(c *clients.Connection) *follower {
 	ctx, cancel := context.WithCancel(m.ctx)
-	f := &follower{cancel: cancel, endpoint: c.Endpoint, watchers: map[string]map[watcher]version{}}
+	f := &follower{cancel: cancel, endpoint: c.Endpoint, watchers: map[string][]watch{}}
 	fl := c.Client.NewFollower(func(ctx context.Context, ch widgetapi.Change) {
 		m.metrics.FeedChanges.WithLabelValues(string(ch.Type)).Inc()
 		m.enqueue(ctx, f, &ch)
@@ -220,18 +230,22 @@ func (m *Manager) enqueue(ctx context.Context, f *follower, ch *widgetapi.Change
 	m.mu.Lock()
 	var todo []send
 	skipped := 0
-	for w, ws := range f.watchers {
-		if ch != nil && w != ch.Widget {
-			continue
-		}
-		for x, v := range ws {
-			if v.covers(ch) {
+	visit := func(ws []watch) {
+		for _, x := range ws {
+			if x.seen.covers(ch) {
 				skipped++
 				continue
 			}
 			if src, ok := m.sources[x.kind]; ok {
 				todo = append(todo, send{ch: src, key: x.key})
 			}
+		}
+	}
+	if ch != nil {
+		visit(f.watchers[ch.Widget])
+	} else {
+		for _, ws := range f.watchers {
+			visit(ws)
 		}
 	}
 	m.mu.Unlock()

@@ -326,7 +326,7 @@ func TestFollow(t *testing.T) {
 		state         func(t *testing.T, m *Manager)
 		widget        string
 		wantFollowers int
-		wantWatchers  map[string]map[watcher]version
+		wantWatchers  map[string][]watch
 	}{
 		"BeforeStart": {
 			reason: "Follow before Start does nothing: only the leader follows feeds.",
@@ -350,13 +350,13 @@ func TestFollow(t *testing.T) {
 			state:         start,
 			widget:        "w1",
 			wantFollowers: 1,
-			wantWatchers:  map[string]map[watcher]version{"w1": {{kind: kindWidget, key: mrA}: {}}},
+			wantWatchers:  map[string][]watch{"w1": {{watcher: watcher{kind: kindWidget, key: mrA}}}},
 		},
 		"NoWidgetYet": {
 			reason:        "A resource whose widget name is not known yet keeps the connection followed but watches nothing.",
 			state:         start,
 			wantFollowers: 1,
-			wantWatchers:  map[string]map[watcher]version{},
+			wantWatchers:  map[string][]watch{},
 		},
 	}
 	for name, tc := range cases {
@@ -373,7 +373,7 @@ func TestFollow(t *testing.T) {
 			if tc.wantFollowers == 0 {
 				return
 			}
-			if diff := cmp.Diff(tc.wantWatchers, m.followers[conn.Key].watchers, cmp.AllowUnexported(watcher{}, version{})); diff != "" {
+			if diff := cmp.Diff(tc.wantWatchers, m.followers[conn.Key].watchers, cmp.AllowUnexported(watch{}, watcher{}, version{})); diff != "" {
 				t.Errorf("%s\nwatchers: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
