@@ -126,6 +126,12 @@ func TestConfigurationUpgrade(t *testing.T) {
 		}
 		recorders = append(recorders, r)
 	}
+	// Crossplane core v2.4.2 can turn a just-Ready XR (and its claim) back
+	// to not Ready for a moment by applying stale conditions
+	// (docs/convergence.md, TestConvergence); that is not the upgrade's
+	// doing. The upgrade starts once both have stayed Ready for a while, and
+	// only losses after that count.
+	settled := settle(t, s, recorders, 5*time.Second)
 
 	next, unsatisfiable := nextVersions(t, suite.pkgs.Version)
 	t.Logf("Installed %s; upgrading to %s, then trying %s (whose dependencies are not published)", suite.pkgs.Version, next, unsatisfiable)
@@ -210,7 +216,7 @@ func TestConfigurationUpgrade(t *testing.T) {
 			// Only what existed before the upgrade: one created during
 			// the recording can lose Ready once on its way, while its
 			// keys are still being composed.
-			if l.Name == "before" {
+			if l.Name == "before" && l.At.After(settled) {
 				t.Errorf("%s lost Ready at %s: %s %s %s", l.Name, l.At.Format(time.RFC3339Nano), l.Status, l.Reason, l.Message)
 			}
 		}
@@ -255,4 +261,38 @@ func lockVersions(s *scenario, version string) error {
 		}
 	}
 	return nil
+}
+
+// settle waits until the recorders have seen no loss of Ready for quiet,
+// logs the losses before that (converging, not upgrading), and returns when
+// it stopped waiting.
+func settle(t *testing.T, s *scenario, recorders []*platform.ReadyRecorder, quiet time.Duration) time.Time {
+	t.Helper()
+	last := func() time.Time {
+		var at time.Time
+		for _, r := range recorders {
+			for _, l := range r.Lost() {
+				if l.At.After(at) {
+					at = l.At
+				}
+			}
+		}
+		return at
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		select {
+		case <-s.ctx.Done():
+			t.Fatal(s.ctx.Err())
+		case <-time.After(quiet):
+		}
+		if l := last(); time.Since(l) >= quiet || time.Now().After(deadline) {
+			for _, r := range recorders {
+				for _, x := range r.Lost() {
+					t.Logf("converging, before the upgrade: %s lost Ready at %s (%s %s), as Crossplane core's stale conditions cause (issue 15)", x.Name, x.At.Format(time.RFC3339Nano), x.Reason, x.Message)
+				}
+			}
+			return time.Now()
+		}
+	}
 }
