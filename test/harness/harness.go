@@ -278,6 +278,12 @@ func (h *Harness) start(ctx context.Context) error {
 	return h.startRBACManager(ctx)
 }
 
+// ServiceCIDR is the range of Services' ClusterIPs: loopback addresses, so
+// that the node listens for each Service on its ClusterIP, where
+// kube-apiserver finds it too - as a cluster's API server reaches a webhook
+// Service (a CRD's conversion webhook, say) by its ClusterIP.
+const ServiceCIDR = "127.96.0.0/16"
+
 // startControlPlane starts etcd and kube-apiserver and writes the admin
 // kubeconfig.
 func (h *Harness) startControlPlane(_ context.Context) error {
@@ -307,6 +313,7 @@ func (h *Harness) startControlPlane(_ context.Context) error {
 		AuditPolicy:  policy,
 		AuditLog:     h.auditLog(),
 		CertDir:      filepath.Join(h.dir, "kube-apiserver"),
+		ServiceCIDR:  ServiceCIDR,
 	})
 	if err != nil {
 		return err

@@ -30,6 +30,7 @@ func TestHarness(t *testing.T) {
 	s := startStory(t)
 	t.Run("WidgetAPIServes", s.widgetAPIServes)
 	t.Run("FunctionBecomesHealthy", s.functionBecomesHealthy)
+	t.Run("ServiceReachableByClusterIP", s.serviceReachableByClusterIP)
 	if s.fn == nil {
 		t.FailNow()
 	}

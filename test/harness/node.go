@@ -319,7 +319,7 @@ func (n *node) syncServices(ctx context.Context) error {
 		n.mu.Lock()
 		cur, ok := n.services[s.Name]
 		n.mu.Unlock()
-		if ok && portsEqual(cur.ports, s.Spec.Ports) {
+		if ok && portsEqual(cur.ports, s.Spec.Ports) && (cur.ip == s.Spec.ClusterIP || !loopback(s.Spec.ClusterIP)) {
 			n.mu.Lock()
 			cur.selector = s.Spec.Selector
 			n.mu.Unlock()
@@ -354,11 +354,22 @@ func (n *node) syncServices(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// serve listens on a fresh loopback IP for each of s's ports.
+// loopback reports whether ip is a loopback IP address.
+func loopback(ip string) bool {
+	p := net.ParseIP(ip)
+	return p != nil && p.IsLoopback()
+}
+
+// serve listens for each of s's ports on s's ClusterIP when that is a
+// loopback IP (see ServiceCIDR), as kube-apiserver expects, or else on a
+// fresh loopback IP.
 func (n *node) serve(s *corev1.Service) (*service, error) {
 	var last error
-	for range 20 {
+	for i := range 20 {
 		ip := fmt.Sprintf("127.%d.%d.%d", 100+rand.IntN(100), rand.IntN(256), 1+rand.IntN(254)) //nolint:gosec // Not security relevant.
+		if i == 0 && loopback(s.Spec.ClusterIP) {
+			ip = s.Spec.ClusterIP
+		}
 		svc := &service{name: s.Name, ip: ip, selector: s.Spec.Selector, ports: s.Spec.Ports}
 		ok := true
 		for _, sp := range s.Spec.Ports {

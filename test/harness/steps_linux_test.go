@@ -2,7 +2,10 @@ package harness
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -74,6 +77,50 @@ func (s *story) functionBecomesHealthy(t *testing.T) {
 		"FUNCTION_NAME":        "function-auto-ready",
 		"TLS_SERVER_CERTS_DIR": "/tls/server",
 		"REVISION_NAME":        rev.Name,
+	})
+}
+
+// serviceReachableByClusterIP checks that a Service with a ClusterIP (like
+// the webhook Service Crossplane makes for a provider; a function's is
+// headless) is served on that ClusterIP, a loopback IP from ServiceCIDR,
+// from the host: the way kube-apiserver reaches a webhook Service. A TLS
+// handshake through it gets the function pod's serving certificate.
+func (s *story) serviceReachableByClusterIP(t *testing.T) {
+	ctx, h := s.ctx, s.h
+	fn := &corev1.Service{}
+	if err := h.Client().Get(ctx, types.NamespacedName{Namespace: h.Namespace(), Name: "function-auto-ready"}, fn); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace(), Name: "probe-clusterip"},
+		Spec:       corev1.ServiceSpec{Selector: fn.Spec.Selector, Ports: []corev1.ServicePort{{Name: "grpc", Port: 9443}}},
+	}
+	if err := h.Client().Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Client().Delete(context.Background(), svc) })
+	_, cidr, _ := net.ParseCIDR(ServiceCIDR)
+	if ip := net.ParseIP(svc.Spec.ClusterIP); ip == nil || !cidr.Contains(ip) {
+		t.Fatalf("Service function-auto-ready has ClusterIP %q, want one in %s", svc.Spec.ClusterIP, ServiceCIDR)
+	}
+	addr := net.JoinHostPort(svc.Spec.ClusterIP, "9443")
+	eventually(ctx, t, "a TLS server answers on the Service's ClusterIP", func(ctx context.Context) error {
+		var presented bool
+		d := &tls.Dialer{Config: &tls.Config{
+			InsecureSkipVerify: true, // Only checks that the pod's server answers.
+			VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+				presented = len(raw) > 0
+				return nil
+			},
+		}}
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if c != nil {
+			_ = c.Close()
+		}
+		if !presented {
+			return fmt.Errorf("no server certificate from %s: %w", addr, err)
+		}
+		return nil
 	})
 }
 

@@ -49,6 +49,9 @@ type Options struct {
 	// signing keys; a fixed directory lets Restart keep them (and every
 	// token issued before).
 	CertDir string
+	// ServiceCIDR, when set, is kube-apiserver's
+	// --service-cluster-ip-range: the range Services' ClusterIPs come from.
+	ServiceCIDR string
 }
 
 // An Env is a running kube-apiserver and etcd, and an admin client.
@@ -85,6 +88,9 @@ func Start(o Options) (*Env, error) {
 		args.Set("audit-log-path", o.AuditLog)
 		args.Set("audit-log-format", "json")
 		args.Set("audit-log-mode", "blocking")
+	}
+	if o.ServiceCIDR != "" {
+		env.ControlPlane.APIServer.Configure().Set("service-cluster-ip-range", o.ServiceCIDR)
 	}
 	if o.CertDir != "" {
 		if err := os.MkdirAll(o.CertDir, 0o700); err != nil {
