@@ -12,6 +12,12 @@
 // WIDGET_BENCH_STEADY_N and WIDGET_BENCH_STEADY_POLL_SECONDS (Widgets and
 // poll interval of the steady-state run, default 200 and 20),
 // WIDGET_BENCH_IMPORT_N (Widgets of the Observe-only import, default 10000),
+// WIDGET_BENCH_FOREIGN_SECRETS (Secrets of 1 KiB that are not the
+// provider's, created before the provider runs, default 0),
+// WIDGET_BENCH_PPROF=1 (the provider serves pprof; a heap profile of each
+// run goes to _output/bench/heap-<run>.pb.gz),
+// WIDGET_BENCH_PROVIDER_BASELINE (another provider binary that runs right
+// before each run of the first flag set, for before/after tables),
 // WIDGET_BENCH_RUNS (repeats of the drift section, default 1),
 // WIDGET_BENCH_CALLS (gRPC calls per function, scenario and round, default 1000),
 // WIDGET_BENCH_PROVIDER_ARGS (extra provider flags, space separated),

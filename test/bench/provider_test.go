@@ -47,6 +47,11 @@ func providerSection(t *testing.T, b *bench) string {
 	}
 	k := b.kube(t)
 	bin := b.build(t, "provider-widget", "./provider")
+	// Secrets that are not the provider's, there for every run.
+	foreign := envInt("WIDGET_BENCH_FOREIGN_SECRETS", 0)
+	if foreign > 0 {
+		createForeignSecrets(t, k, foreign, workers)
+	}
 
 	// WIDGET_BENCH_PROVIDER_BASELINE names another build of the provider
 	// (e.g. of the main branch) to compare with: each run of the first flag
@@ -197,10 +202,6 @@ func providerSection(t *testing.T, b *bench) string {
 	// Scale: an Observe-only import of many existing widgets, with Secrets
 	// in the cluster that are not the provider's.
 	in := envInt("WIDGET_BENCH_IMPORT_N", 10000)
-	foreign := envInt("WIDGET_BENCH_FOREIGN_SECRETS", 0)
-	if foreign > 0 {
-		createForeignSecrets(t, k, foreign, workers)
-	}
 	seq++
 	imp := runProvider(t, k, bin, runOpts{ns: fmt.Sprintf("import-%d", seq), n: in, workers: workers, importing: true,
 		args: append([]string{"--max-reconcile-rate=100"}, extra...)})

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -113,8 +114,13 @@ func listeningPorts() map[int]string {
 
 // listeningInodes maps socket inodes to the address they listen on.
 func listeningInodes() map[string]string {
+	// /proc/net is the main thread's network namespace, which may be a
+	// pod's: a pod's thread can be the main thread (see podNet). Read the
+	// calling thread's, locked to it: an unlocked thread is in the host's.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	out := map[string]string{}
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+	for _, f := range []string{"/proc/thread-self/net/tcp", "/proc/thread-self/net/tcp6"} {
 		fh, err := os.Open(f)
 		if err != nil {
 			continue
