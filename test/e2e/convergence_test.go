@@ -7,7 +7,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -81,27 +80,7 @@ func TestConvergence(t *testing.T) {
 		objs = append(objs, s.claim(fmt.Sprintf("c%02d", i), map[string]any{"keys": int64(1)}), s.xwidget(fmt.Sprintf("x%02d", i), map[string]any{"keys": int64(1)}))
 	}
 	begin := time.Now()
-	var wg sync.WaitGroup
-	work := make(chan client.Object)
-	errs := make(chan error, len(objs))
-	for range 8 {
-		wg.Go(func() {
-			for o := range work {
-				if err := suite.kube.Create(s.ctx, o); err != nil {
-					errs <- errors.Wrapf(err, "cannot create %s", o.GetName())
-				}
-			}
-		})
-	}
-	for _, o := range objs {
-		work <- o
-	}
-	close(work)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	s.createConcurrently(8, objs...)
 	s.eventually(fmt.Sprintf("%d WidgetClaims and %d XWidgets Ready", n, n), func() error {
 		if !recs["WidgetClaim"].AllReady(n) || !recs["XWidget"].AllReady(n) {
 			return errors.New("not all Ready yet")

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -106,6 +107,34 @@ func (s *scenario) create(objs ...client.Object) {
 		if err := suite.kube.Create(s.ctx, o); err != nil {
 			s.t.Fatalf("cannot create %T %s: %v", o, o.GetName(), err)
 		}
+	}
+}
+
+// createConcurrently creates objs with the supplied number of concurrent
+// clients, as many app teams at once would, and fails the test if any
+// create fails.
+func (s *scenario) createConcurrently(clients int, objs ...client.Object) {
+	s.t.Helper()
+	work := make(chan client.Object)
+	errs := make(chan error, len(objs))
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for o := range work {
+				if err := suite.kube.Create(s.ctx, o); err != nil {
+					errs <- errors.Wrapf(err, "cannot create %s", o.GetName())
+				}
+			}
+		})
+	}
+	for _, o := range objs {
+		work <- o
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		s.t.Fatal(err)
 	}
 }
 

@@ -3,13 +3,12 @@ package e2e_test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -98,16 +97,8 @@ func TestUpstreamStaleConditions(t *testing.T) {
 	if bin == "" {
 		t.Fatal("FUNCTION_PATCH_AND_TRANSFORM_BIN is unset: run `bash hack/tools.sh function-patch-and-transform` and eval \"$(bash hack/tools.sh env)\"")
 	}
-	root := filepath.Join(t.TempDir(), "pkg")
-	if err := os.MkdirAll(root, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	meta := "apiVersion: meta.pkg.crossplane.io/v1beta1\nkind: Function\nmetadata:\n  name: function-patch-and-transform\nspec:\n  crossplane:\n    version: \">=v2.0.0\"\n"
-	if err := os.WriteFile(filepath.Join(root, "crossplane.yaml"), []byte(meta), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	xpkg := filepath.Join(t.TempDir(), "function-patch-and-transform.xpkg")
-	if err := harness.BuildPackage(s.ctx, suite.crank, harness.PackageBuild{Root: root, Out: xpkg, RuntimeBinary: bin}); err != nil {
+	xpkg, err := harness.BuildFunction(s.ctx, suite.crank, t.TempDir(), "function-patch-and-transform", bin)
+	if err != nil {
 		t.Fatal(err)
 	}
 	ref, err := suite.h.PushPackage(s.ctx, xpkg, "function-patch-and-transform:v0.5.0")
@@ -142,29 +133,12 @@ func TestUpstreamStaleConditions(t *testing.T) {
 	t.Cleanup(func() { _, _ = rec.Stop() })
 
 	const n = 60
-	begin := time.Now()
-	var wg sync.WaitGroup
-	work := make(chan int)
-	errs := make(chan error, n)
-	for range 8 {
-		wg.Go(func() {
-			for i := range work {
-				u := s.appObject("repro.widgetco.io/v1alpha1", "XRepro", fmt.Sprintf("r%02d", i), map[string]any{"size": "small"})
-				if err := suite.kube.Create(s.ctx, u); err != nil {
-					errs <- errors.Wrapf(err, "cannot create r%02d", i)
-				}
-			}
-		})
-	}
+	xrs := make([]client.Object, 0, n)
 	for i := range n {
-		work <- i
+		xrs = append(xrs, s.appObject("repro.widgetco.io/v1alpha1", "XRepro", fmt.Sprintf("r%02d", i), map[string]any{"size": "small"}))
 	}
-	close(work)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	begin := time.Now()
+	s.createConcurrently(8, xrs...)
 	s.eventually(fmt.Sprintf("%d XRepros Ready", n), func() error {
 		if !rec.AllReady(n) {
 			return errors.New("not all Ready yet")
@@ -175,12 +149,12 @@ func TestUpstreamStaleConditions(t *testing.T) {
 	time.Sleep(convergenceQuiet)
 
 	lost := rec.Lost()
-	xrs := map[string]int{}
+	losers := map[string]int{}
 	for _, l := range lost {
-		xrs[l.Name]++
+		losers[l.Name]++
 	}
 	t.Logf("MEASURED upstream reproduction: %d XRepros (function-patch-and-transform only) Ready %s after the first create; %d losses of Ready on %d XRs, until %s after all were Ready",
-		n, readyIn.Round(100*time.Millisecond), len(lost), len(xrs), convergenceQuiet)
+		n, readyIn.Round(100*time.Millisecond), len(lost), len(losers), convergenceQuiet)
 	for _, l := range lost {
 		t.Errorf("XRepro %s lost Ready at %s (%s): %s", l.Name, l.At.Format(time.RFC3339Nano), l.Reason, l.Message)
 	}

@@ -74,17 +74,8 @@ func keptDir(t *testing.T) string {
 // with its runtime image.
 func buildFunctionAutoReady(ctx context.Context, t *testing.T, tools Tools, dir string) string {
 	t.Helper()
-	root := filepath.Join(dir, "pkg-function-auto-ready")
-	writeFiles(t, root, map[string]string{"crossplane.yaml": `apiVersion: meta.pkg.crossplane.io/v1beta1
-kind: Function
-metadata:
-  name: function-auto-ready
-spec:
-  crossplane:
-    version: ">=v2.0.0"
-`})
-	out := filepath.Join(dir, "function-auto-ready.xpkg")
-	if err := BuildPackage(ctx, tools.Crank, PackageBuild{Root: root, Out: out, RuntimeBinary: os.Getenv("FUNCTION_AUTO_READY_BIN")}); err != nil {
+	out, err := BuildFunction(ctx, tools.Crank, dir, "function-auto-ready", os.Getenv("FUNCTION_AUTO_READY_BIN"))
+	if err != nil {
 		t.Fatal(err)
 	}
 	return out

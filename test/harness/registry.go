@@ -124,6 +124,24 @@ type PackageBuild struct {
 	RuntimeBinary string
 }
 
+// BuildFunction builds a Function package named name for a function's
+// static Linux binary, with the smallest crossplane.yaml Crossplane v2
+// accepts, under dir, and returns the package file's path: an upstream
+// function (function-auto-ready, function-patch-and-transform) as a
+// package.
+func BuildFunction(ctx context.Context, crank, dir, name, bin string) (string, error) {
+	root := filepath.Join(dir, "pkg-"+name)
+	if err := os.MkdirAll(root, 0o750); err != nil {
+		return "", errors.Wrap(err, "cannot create the package directory")
+	}
+	meta := "apiVersion: meta.pkg.crossplane.io/v1beta1\nkind: Function\nmetadata:\n  name: " + name + "\nspec:\n  crossplane:\n    version: \">=v2.0.0\"\n"
+	if err := os.WriteFile(filepath.Join(root, "crossplane.yaml"), []byte(meta), 0o600); err != nil {
+		return "", errors.Wrap(err, "cannot write crossplane.yaml")
+	}
+	out := filepath.Join(dir, name+".xpkg")
+	return out, BuildPackage(ctx, crank, PackageBuild{Root: root, Out: out, RuntimeBinary: bin})
+}
+
 // BuildPackage runs `crank xpkg build` (the Crossplane CLI) for b.
 func BuildPackage(ctx context.Context, crank string, b PackageBuild) error {
 	if crank == "" {
