@@ -2,37 +2,103 @@ package apis_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	webhookconversion "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
 	"github.com/widgetco/crossplane-widget/apis"
-	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
+	clusterv1beta1 "github.com/widgetco/crossplane-widget/apis/cluster/v1beta1"
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
-	namespacedv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
+	namespacedv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
+	"github.com/widgetco/crossplane-widget/test/lib/wait"
 )
 
 // TestAPIServer installs the generated CRDs in a real kube-apiserver (envtest)
 // and checks that it accepts valid objects, rejects invalid ones with the
-// message the CRD promises, and applies the CRDs' defaults. It needs the
-// kube-apiserver and etcd binaries; it is skipped unless KUBEBUILDER_ASSETS
-// points at them (eval "$(bash hack/tools.sh env)").
+// message the CRD promises, applies the CRDs' defaults, and converts Widgets
+// and WidgetKeys between v1alpha1 and v1beta1 with the real conversion
+// webhook, served in-process. It needs the kube-apiserver and etcd binaries;
+// it is skipped unless KUBEBUILDER_ASSETS points at them
+// (eval "$(bash hack/tools.sh env)").
 func TestAPIServer(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Skip(`KUBEBUILDER_ASSETS is not set; run eval "$(bash hack/tools.sh env)" to test the CRDs against a real API server`)
 	}
+	c := startAPIServer(t)
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}); err != nil {
+		t.Fatalf("cannot create namespace: %v", err)
+	}
 
-	env := &envtest.Environment{CRDDirectoryPaths: []string{crdDir}, ErrorIfCRDPathMissing: true}
+	t.Run("ValidationV1alpha1", func(t *testing.T) { testWrites(t, c, "v1alpha1", v1alpha1WriteCases()) })
+	t.Run("ValidationV1beta1", func(t *testing.T) { testWrites(t, c, "v1beta1", v1beta1WriteCases()) })
+	t.Run("Defaults", func(t *testing.T) { testDefaults(t, c) })
+	t.Run("Conversion", func(t *testing.T) { testConversion(t, c) })
+}
+
+const testNamespace = "team-a"
+
+// convertedCRDs are the CRDs that serve two versions and so need the
+// conversion webhook.
+var convertedCRDs = []string{
+	"widgets.widget.m.widgetco.io",
+	"widgetkeys.widget.m.widgetco.io",
+	"widgets.widget.widgetco.io",
+	"widgetkeys.widget.widgetco.io",
+}
+
+// startAPIServer starts kube-apiserver and etcd with the generated CRDs, and
+// the conversion webhook those CRDs declare, and returns an admin client
+// whose scheme knows every kind and version of package apis.
+//
+// envtest points the conversion webhook of every CRD whose kind the scheme
+// knows as convertible (a v1beta1 hub, v1alpha1 spokes) at a local URL, with
+// a CA it generates; the webhook is served here by controller-runtime's
+// conversion handler, the one the provider serves at /convert, converting
+// with the API types' own ConvertTo and ConvertFrom.
+func startAPIServer(t testing.TB) client.Client {
+	t.Helper()
+	// controller-runtime logs through its global logger; conversion failures
+	// reach the tests as the API server's errors.
+	ctrllog.SetLogger(logr.Discard())
+
+	s := runtime.NewScheme()
+	if err := apis.AddToScheme(s); err != nil {
+		t.Fatalf("AddToScheme(): %v", err)
+	}
+	if err := corev1.AddToScheme(s); err != nil {
+		t.Fatalf("corev1.AddToScheme(): %v", err)
+	}
+	if err := extv1.AddToScheme(s); err != nil {
+		t.Fatalf("extv1.AddToScheme(): %v", err)
+	}
+
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{crdDir},
+		ErrorIfCRDPathMissing: true,
+		// The scheme tells envtest which CRDs' conversion webhooks to
+		// serve locally; it removes the conversion of any other CRD.
+		CRDInstallOptions: envtest.CRDInstallOptions{Scheme: s},
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		// Start may fail after it started the API server, e.g. when the API
@@ -46,381 +112,156 @@ func TestAPIServer(t *testing.T) {
 		}
 	})
 
-	s := runtime.NewScheme()
-	if err := apis.AddToScheme(s); err != nil {
-		t.Fatalf("AddToScheme(): %v", err)
-	}
-	if err := corev1.AddToScheme(s); err != nil {
-		t.Fatalf("corev1.AddToScheme(): %v", err)
-	}
+	wo := env.WebhookInstallOptions
+	srv := webhook.NewServer(webhook.Options{Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir})
+	srv.Register("/convert", webhookconversion.NewWebhookHandler(s, webhookconversion.NewRegistry()))
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- srv.Start(ctx) }()
+	// Cleanups run last in, first out: the webhook stops before the API
+	// server does.
+	t.Cleanup(func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Errorf("conversion webhook server: %v", err)
+		}
+	})
+	started := srv.StartedChecker()
+	wait.For(t, 30*time.Second, "the conversion webhook server to serve", func() error {
+		select {
+		case err := <-stopped:
+			stopped <- err // For the cleanup.
+			t.Fatalf("the conversion webhook server stopped before it served: %v", err)
+		default:
+		}
+		return started(&http.Request{})
+	})
+
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatalf("cannot create client: %v", err)
 	}
-	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}); err != nil {
-		t.Fatalf("cannot create namespace: %v", err)
+
+	// envtest silently drops the conversion of a CRD whose kind the scheme
+	// does not know as convertible; the tests below would then not run the
+	// webhook at all.
+	for _, name := range convertedCRDs {
+		crd := &extv1.CustomResourceDefinition{}
+		if err := c.Get(context.Background(), client.ObjectKey{Name: name}, crd); err != nil {
+			t.Fatalf("cannot get CRD %s: %v", name, err)
+		}
+		if crd.Spec.Conversion == nil || crd.Spec.Conversion.Strategy != extv1.WebhookConverter {
+			t.Fatalf("CRD %s was installed without its conversion webhook: %+v", name, crd.Spec.Conversion)
+		}
 	}
-
-	t.Run("Validation", func(t *testing.T) { testValidation(t, c) })
-	t.Run("Defaults", func(t *testing.T) { testDefaults(t, c) })
+	return c
 }
 
-const testNamespace = "team-a"
-
-func nsWidget(fp commonv1alpha1.WidgetParameters) *namespacedv1alpha1.Widget {
-	return &namespacedv1alpha1.Widget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace},
-		Spec:       namespacedv1alpha1.WidgetSpec{ForProvider: fp},
-	}
+// A writeCase is one write, or a create and then a write, that the API
+// server must accept or reject.
+type writeCase struct {
+	reason string
+	// create is created first; it must be accepted when update or patch
+	// is set.
+	create client.Object
+	// update, if set, changes the created object, which is then updated.
+	update func(o client.Object)
+	// status makes the update a status update.
+	status bool
+	// patch, if set, is a JSON merge patch applied to the created object:
+	// for writes a typed client cannot make, such as removing a field that
+	// is not a pointer.
+	patch string
+	// wantErr is part of the API server's message rejecting the last
+	// write, or "" if the write must be accepted.
+	wantErr string
 }
 
-func clWidget(fp commonv1alpha1.WidgetParameters) *clusterv1alpha1.Widget {
-	return &clusterv1alpha1.Widget{Spec: clusterv1alpha1.WidgetSpec{ForProvider: fp}}
-}
-
-func nsKey(fp namespacedv1alpha1.WidgetKeyParameters) *namespacedv1alpha1.WidgetKey {
-	return &namespacedv1alpha1.WidgetKey{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace},
-		Spec:       namespacedv1alpha1.WidgetKeySpec{ForProvider: fp},
-	}
-}
-
-func clKey(fp clusterv1alpha1.WidgetKeyParameters) *clusterv1alpha1.WidgetKey {
-	return &clusterv1alpha1.WidgetKey{Spec: clusterv1alpha1.WidgetKeySpec{ForProvider: fp}}
-}
-
-var (
-	tokenRef      = &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Name: "widget-token", Namespace: "crossplane-system"}, Key: "token"}
-	localTokenRef = &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "widget-token"}, Key: "token"}
-)
-
-func nsProviderConfig(endpoint, caBundle string, ref *xpv2.LocalSecretKeySelector) *namespacedv1alpha1.ProviderConfig {
-	return &namespacedv1alpha1.ProviderConfig{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace},
-		Spec: commonv1alpha1.LocalProviderConfigSpec{
-			APIConnection: commonv1alpha1.APIConnection{Endpoint: endpoint, CABundle: caBundle},
-			Credentials:   commonv1alpha1.LocalProviderCredentials{Source: xpv2.CredentialsSourceSecret, SecretRef: ref},
-		},
-	}
-}
-
-func clusterSpec(endpoint string) commonv1alpha1.ProviderConfigSpec {
-	return commonv1alpha1.ProviderConfigSpec{
-		APIConnection: commonv1alpha1.APIConnection{Endpoint: endpoint},
-		Credentials:   commonv1alpha1.ProviderCredentials{Source: xpv2.CredentialsSourceSecret, SecretRef: tokenRef},
-	}
-}
-
-func labels(n int) map[string]string {
-	l := map[string]string{}
-	for i := range n {
-		l[string(rune('a'+i%26))+string(rune('a'+i/26))] = "v"
-	}
-	return l
-}
-
-func testValidation(t *testing.T, c client.Client) {
-	const pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
-
-	cases := map[string]struct {
-		reason string
-		// create is created first; it must be accepted when update is set.
-		create client.Object
-		// update, if set, changes the created object, which is then updated.
-		update func(o client.Object)
-		// status makes the update a status update.
-		status bool
-		// wantErr is part of the API server's message rejecting the last
-		// write, or "" if the write must be accepted.
-		wantErr string
-	}{
-		"WidgetAllFields": {
-			reason: "A Widget that sets every field validly must be accepted.",
-			create: nsWidget(commonv1alpha1.WidgetParameters{Size: ptr.To("medium"), Region: ptr.To("eu-west-1"), Description: ptr.To("d"), Labels: map[string]string{"team": "a", "example.com/x_y.z": "v"}}),
-		},
-		"WidgetUnknownSize": {
-			reason:  "The Widget API knows only small, medium and large.",
-			create:  nsWidget(commonv1alpha1.WidgetParameters{Size: ptr.To("huge")}),
-			wantErr: `supported values: "small", "medium", "large"`,
-		},
-		"WidgetInvalidRegion": {
-			reason:  "A region must look like eu-west-1.",
-			create:  nsWidget(commonv1alpha1.WidgetParameters{Region: ptr.To("EU_WEST")}),
-			wantErr: "should match",
-		},
-		"WidgetInvalidLabelKey": {
-			reason:  "A label key with a space is not a valid key.",
-			create:  nsWidget(commonv1alpha1.WidgetParameters{Labels: map[string]string{"Bad Key": "v"}}),
-			wantErr: ruleLabelKeys.Message,
-		},
-		"WidgetLabelKeyTooLong": {
-			reason:  "A label key is at most 63 characters.",
-			create:  nsWidget(commonv1alpha1.WidgetParameters{Labels: map[string]string{strings.Repeat("a", 64): "v"}}),
-			wantErr: ruleLabelKeys.Message,
-		},
-		"WidgetReservedLabelKey": {
-			reason:  "Label keys under widgetco.io/ belong to the provider.",
-			create:  nsWidget(commonv1alpha1.WidgetParameters{Labels: map[string]string{"widgetco.io/owner": "me"}}),
-			wantErr: ruleLabelKeysReserved.Message,
-		},
-		"WidgetLabelValueTooLong": {
-			reason:  "A label value is at most 63 characters.",
-			create:  nsWidget(commonv1alpha1.WidgetParameters{Labels: map[string]string{"a": strings.Repeat("v", 64)}}),
-			wantErr: ruleLabelValues.Message,
-		},
-		"WidgetLabelValueUnicode": {
-			reason: "Printable non-ASCII label values within 63 bytes are valid.",
-			create: nsWidget(commonv1alpha1.WidgetParameters{Labels: map[string]string{"a": "Zürich ok", "b": ""}}),
-		},
-		"WidgetDescriptionMultiline": {
-			reason: "A description may span lines and hold tabs.",
-			create: nsWidget(commonv1alpha1.WidgetParameters{Description: ptr.To("Größe:\tklein\nzweite Zeile")}),
-		},
-		"WidgetDescriptionNotPrintable": {
-			reason:  "The Widget API rejects control characters other than tab and newline in a description.",
-			create:  nsWidget(commonv1alpha1.WidgetParameters{Description: ptr.To("bell\a")}),
-			wantErr: ruleDescriptionPrintable.Message,
-		},
-		"WidgetThirtyOneLabels": {
-			reason: "A widget may have 31 labels (the provider adds the 32nd, its ownership marker).",
-			create: nsWidget(commonv1alpha1.WidgetParameters{Labels: labels(31)}),
-		},
-		"WidgetThirtyTwoLabels": {
-			reason:  "A widget may not have more than 31 labels.",
-			create:  nsWidget(commonv1alpha1.WidgetParameters{Labels: labels(32)}),
-			wantErr: "must have at most 31 items",
-		},
-		"WidgetDescriptionTooLong": {
-			reason:  "A description is at most 256 characters.",
-			create:  nsWidget(commonv1alpha1.WidgetParameters{Description: ptr.To(strings.Repeat("d", 257))}),
-			wantErr: "Too long",
-		},
-		"WidgetRegionChanged": {
-			reason:  "A widget cannot move to another region.",
-			create:  nsWidget(commonv1alpha1.WidgetParameters{Region: ptr.To("eu-west-1")}),
-			update:  func(o client.Object) { o.(*namespacedv1alpha1.Widget).Spec.ForProvider.Region = ptr.To("us-east-1") },
-			wantErr: ruleRegionImmutable.Message,
-		},
-		"WidgetRegionRemoved": {
-			reason:  "A widget's region cannot be unset once set.",
-			create:  nsWidget(commonv1alpha1.WidgetParameters{Region: ptr.To("eu-west-1")}),
-			update:  func(o client.Object) { o.(*namespacedv1alpha1.Widget).Spec.ForProvider.Region = nil },
-			wantErr: ruleRegionImmutable.Message,
-		},
-		"WidgetRegionLateInitialized": {
-			reason: "The provider may set a region that was unset, e.g. from the widget it observed.",
-			create: nsWidget(commonv1alpha1.WidgetParameters{}),
-			update: func(o client.Object) { o.(*namespacedv1alpha1.Widget).Spec.ForProvider.Region = ptr.To("eu-west-1") },
-		},
-		"WidgetResized": {
-			reason: "A widget's size may change.",
-			create: nsWidget(commonv1alpha1.WidgetParameters{Size: ptr.To("small"), Region: ptr.To("eu-west-1")}),
-			update: func(o client.Object) { o.(*namespacedv1alpha1.Widget).Spec.ForProvider.Size = ptr.To("large") },
-		},
-		"WidgetUnsupportedProviderConfigKind": {
-			reason: "A namespaced Widget can only use a ProviderConfig or a ClusterProviderConfig.",
-			create: func() client.Object {
-				w := nsWidget(commonv1alpha1.WidgetParameters{})
-				w.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "Secret", Name: "x"}
-				return w
-			}(),
-			wantErr: ruleProviderConfigKind.Message,
-		},
-		"WidgetUnknownObservedState": {
-			reason: "The provider must be able to record a state the Widget API added after this provider was built.",
-			create: nsWidget(commonv1alpha1.WidgetParameters{}),
-			update: func(o client.Object) {
-				o.(*namespacedv1alpha1.Widget).Status.AtProvider.State = "Hibernating"
-			},
-			status: true,
-		},
-		"ClusterWidgetRegionChanged": {
-			reason:  "A cluster-scoped widget cannot move to another region either.",
-			create:  clWidget(commonv1alpha1.WidgetParameters{Region: ptr.To("eu-west-1")}),
-			update:  func(o client.Object) { o.(*clusterv1alpha1.Widget).Spec.ForProvider.Region = ptr.To("us-east-1") },
-			wantErr: ruleRegionImmutable.Message,
-		},
-		"ClusterWidgetReservedLabelKey": {
-			reason:  "Label keys under widgetco.io/ belong to the provider in either scope.",
-			create:  clWidget(commonv1alpha1.WidgetParameters{Labels: map[string]string{"widgetco.io/owner": "me"}}),
-			wantErr: ruleLabelKeysReserved.Message,
-		},
-		"WidgetKeyWithoutWidget": {
-			reason:  "A key must say which widget it belongs to.",
-			create:  nsKey(namespacedv1alpha1.WidgetKeyParameters{}),
-			wantErr: ruleKeyNamesWidget.Message,
-		},
-		"WidgetKeyInvalidWidgetName": {
-			reason:  "A widget name is a DNS label.",
-			create:  nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetName: ptr.To("Bad_Name")}),
-			wantErr: "should match",
-		},
-		"WidgetKeyWidgetNameChanged": {
-			reason:  "A key cannot move to another widget.",
-			create:  nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetName: ptr.To("w1")}),
-			update:  func(o client.Object) { o.(*namespacedv1alpha1.WidgetKey).Spec.ForProvider.WidgetName = ptr.To("w2") },
-			wantErr: ruleWidgetNameImmutable.Message,
-		},
-		"WidgetKeyWidgetNameResolved": {
-			reason: "Crossplane sets widgetName from a reference after the key was created.",
-			create: nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetNameRef: &xpv2.NamespacedReference{Name: "w1"}}),
-			update: func(o client.Object) { o.(*namespacedv1alpha1.WidgetKey).Spec.ForProvider.WidgetName = ptr.To("w1") },
-		},
-		"WidgetKeyWidgetNameSelected": {
-			reason: "Crossplane sets widgetName and a widgetNameRef with the Widget's namespace when it resolves a selector.",
-			create: nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetNameSelector: &xpv2.NamespacedSelector{MatchLabels: map[string]string{"a": "b"}}}),
-			update: func(o client.Object) {
-				k := o.(*namespacedv1alpha1.WidgetKey)
-				k.Spec.ForProvider.WidgetName = ptr.To("w1")
-				k.Spec.ForProvider.WidgetNameRef = &xpv2.NamespacedReference{Name: "w1", Namespace: testNamespace}
-			},
-		},
-		"WidgetKeyReferenceIntoAnotherNamespace": {
-			reason:  "A WidgetKey cannot reference a Widget in another namespace.",
-			create:  nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetNameRef: &xpv2.NamespacedReference{Name: "w1", Namespace: "team-b"}}),
-			wantErr: ruleKeyRefLocal.Message,
-		},
-		"WidgetKeySelectorIntoAnotherNamespace": {
-			reason:  "A WidgetKey cannot select a Widget in another namespace.",
-			create:  nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetNameSelector: &xpv2.NamespacedSelector{MatchLabels: map[string]string{"a": "b"}, Namespace: "team-b"}}),
-			wantErr: ruleKeySelectorLocal.Message,
-		},
-		"WidgetKeyReferenceNamespaceAdded": {
-			reason: "A reference cannot be pointed at another namespace later either.",
-			create: nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetNameRef: &xpv2.NamespacedReference{Name: "w1"}}),
-			update: func(o client.Object) {
-				o.(*namespacedv1alpha1.WidgetKey).Spec.ForProvider.WidgetNameRef.Namespace = "team-b"
-			},
-			wantErr: ruleKeyRefLocal.Message,
-		},
-		"WidgetKeyDescriptionChanged": {
-			reason: "The Widget API cannot change a key's description.",
-			create: nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetName: ptr.To("w1"), WidgetKeyParameters: commonv1alpha1.WidgetKeyParameters{Description: ptr.To("one")}}),
-			update: func(o client.Object) {
-				o.(*namespacedv1alpha1.WidgetKey).Spec.ForProvider.Description = ptr.To("two")
-			},
-			wantErr: ruleKeyDescriptionImmutable.Message,
-		},
-		"WidgetKeyDescriptionNotPrintable": {
-			reason:  "The Widget API rejects control characters other than tab and newline in a key's description.",
-			create:  nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetName: ptr.To("w1"), WidgetKeyParameters: commonv1alpha1.WidgetKeyParameters{Description: ptr.To("carriage\rreturn")}}),
-			wantErr: ruleDescriptionPrintable.Message,
-		},
-		"ClusterWidgetKeyWidgetNameChanged": {
-			reason:  "A cluster-scoped key cannot move to another widget.",
-			create:  clKey(clusterv1alpha1.WidgetKeyParameters{WidgetName: ptr.To("w1")}),
-			update:  func(o client.Object) { o.(*clusterv1alpha1.WidgetKey).Spec.ForProvider.WidgetName = ptr.To("w2") },
-			wantErr: ruleWidgetNameImmutable.Message,
-		},
-		"ClusterWidgetKeySelector": {
-			reason: "A cluster-scoped key may select its widget by labels.",
-			create: clKey(clusterv1alpha1.WidgetKeyParameters{WidgetNameSelector: &xpv2.Selector{MatchLabels: map[string]string{"a": "b"}}}),
-		},
-		"ProviderConfig": {
-			reason: "A namespaced ProviderConfig with an endpoint, a CA bundle and a token Secret must be accepted.",
-			create: nsProviderConfig("https://widgets.example.com/api", pem, localTokenRef),
-		},
-		"ProviderConfigEndpointNotHTTP": {
-			reason:  "The Widget API is served over http or https.",
-			create:  nsProviderConfig("ftp://widgets.example.com", "", localTokenRef),
-			wantErr: "should match '^https?://'",
-		},
-		"ProviderConfigEndpointWithoutHost": {
-			reason:  "An endpoint needs a host.",
-			create:  nsProviderConfig("https://", "", localTokenRef),
-			wantErr: ruleEndpointHost.Message,
-		},
-		"ProviderConfigWithoutSecretRef": {
-			reason:  "Secret credentials must name the Secret key.",
-			create:  nsProviderConfig("https://widgets.example.com", "", nil),
-			wantErr: ruleLocalSecretRefRequired.Message,
-		},
-		"ProviderConfigCABundleNotPEM": {
-			reason:  "A CA bundle must be PEM.",
-			create:  nsProviderConfig("https://widgets.example.com", "not a certificate", localTokenRef),
-			wantErr: ruleCABundlePEM.Message,
-		},
-		"ClusterProviderConfig": {
-			reason: "A ClusterProviderConfig with an endpoint and a token Secret must be accepted.",
-			create: &namespacedv1alpha1.ClusterProviderConfig{Spec: clusterSpec("http://127.0.0.1:8080")},
-		},
-		"LegacyProviderConfig": {
-			reason: "A cluster-scoped ProviderConfig with an endpoint and a token Secret must be accepted.",
-			create: &clusterv1alpha1.ProviderConfig{Spec: clusterSpec("http://127.0.0.1:8080")},
-		},
-		"ProviderConfigUsage": {
-			reason: "A usage of a ClusterProviderConfig by a namespaced Widget must be accepted in the Widget's namespace.",
-			create: &namespacedv1alpha1.ProviderConfigUsage{
-				ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace},
-				TypedProviderConfigUsage: xpv2.TypedProviderConfigUsage{
-					ProviderConfigReference: xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"},
-					ResourceReference:       xpv2.TypedReference{APIVersion: namespacedv1alpha1.SchemeGroupVersion.String(), Kind: "Widget", Name: "w"},
-				},
-			},
-		},
-		"LegacyProviderConfigUsage": {
-			reason: "A usage of a ProviderConfig by a cluster-scoped Widget must be accepted.",
-			create: &clusterv1alpha1.ProviderConfigUsage{
-				ProviderConfigUsage: xpv2.ProviderConfigUsage{
-					ProviderConfigReference: xpv2.Reference{Name: "default"},
-					ResourceReference:       xpv2.TypedReference{APIVersion: clusterv1alpha1.SchemeGroupVersion.String(), Kind: "Widget", Name: "w"},
-				},
-			},
-		},
-	}
+// testWrites runs cases against the API server. Each case's object is named
+// after the case, prefixed by prefix: cases of different versions of a kind
+// name objects of the same resource.
+func testWrites(t *testing.T, c client.Client, prefix string, cases map[string]writeCase) {
+	t.Helper()
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			tc.create.SetName(strings.ToLower(name))
+			tc.create.SetName(prefix + "-" + strings.ToLower(name))
 			err := c.Create(ctx, tc.create)
-			if tc.update != nil {
+			if tc.update != nil || tc.patch != "" {
 				if err != nil {
 					t.Fatalf("%s\nCreate(): %v", tc.reason, err)
 				}
-				tc.update(tc.create)
-				if tc.status {
+				switch {
+				case tc.patch != "":
+					err = c.Patch(ctx, tc.create, client.RawPatch(types.MergePatchType, []byte(tc.patch)))
+				case tc.status:
+					tc.update(tc.create)
 					err = c.Status().Update(ctx, tc.create)
-				} else {
+				default:
+					tc.update(tc.create)
 					err = c.Update(ctx, tc.create)
 				}
 			}
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Errorf("%s\nwant the write accepted, got: %v", tc.reason, err)
-				}
-				return
+			var problem string
+			switch {
+			case tc.wantErr == "" && err != nil:
+				problem = fmt.Sprintf("want the write accepted, got: %v", err)
+			case tc.wantErr != "" && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.wantErr)):
+				problem = fmt.Sprintf("want the write rejected as invalid with %q, got: %v", tc.wantErr, err)
 			}
-			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("%s\nwant the write rejected as invalid with %q, got: %v", tc.reason, tc.wantErr, err)
+			if problem != "" {
+				t.Errorf("%s\n%s", tc.reason, problem)
 			}
 		})
 	}
 }
 
+// testDefaults creates Widgets that leave every defaulted field unset, in
+// each version, and checks what the API server set.
 func testDefaults(t *testing.T, c client.Client) {
 	ctx := context.Background()
 
-	nw := nsWidget(commonv1alpha1.WidgetParameters{})
-	nw.SetName("defaults")
-	if err := c.Create(ctx, nw); err != nil {
-		t.Fatalf("Create(): %v", err)
+	type nsManaged interface {
+		client.Object
+		GetProviderConfigReference() *xpv2.ProviderConfigReference
+		GetManagementPolicies() xpv2.ManagementPolicies
 	}
-	if diff := cmp.Diff(&xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"}, nw.GetProviderConfigReference()); diff != "" {
-		t.Errorf("A namespaced Widget without a providerConfigRef should use the ClusterProviderConfig named default: -want, +got:\n%s", diff)
+	namespaced := map[string]nsManaged{
+		"v1alpha1": nsWidget(commonv1alpha1.WidgetParameters{}),
+		"v1beta1":  nsWidgetV1beta1(namespacedv1beta1.WidgetSpec{ForProvider: commonv1beta1.WidgetParameters{Size: ptr.To("small")}}),
 	}
-	if diff := cmp.Diff(xpv2.ManagementPolicies{xpv2.ManagementActionAll}, nw.GetManagementPolicies()); diff != "" {
-		t.Errorf("A namespaced Widget should be fully managed by default: -want, +got:\n%s", diff)
+	for version, w := range namespaced {
+		w.SetName("defaults-" + version)
+		if err := c.Create(ctx, w); err != nil {
+			t.Fatalf("Create() in %s: %v", version, err)
+		}
+		if diff := cmp.Diff(&xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"}, w.GetProviderConfigReference()); diff != "" {
+			t.Errorf("A namespaced %s Widget without a providerConfigRef should use the ClusterProviderConfig named default: -want, +got:\n%s", version, diff)
+		}
+		if diff := cmp.Diff(xpv2.ManagementPolicies{xpv2.ManagementActionAll}, w.GetManagementPolicies()); diff != "" {
+			t.Errorf("A namespaced %s Widget should be fully managed by default: -want, +got:\n%s", version, diff)
+		}
 	}
 
-	cw := clWidget(commonv1alpha1.WidgetParameters{})
-	cw.SetName("defaults")
-	if err := c.Create(ctx, cw); err != nil {
-		t.Fatalf("Create(): %v", err)
+	type clManaged interface {
+		client.Object
+		GetProviderConfigReference() *xpv2.Reference
+		GetDeletionPolicy() xpv2.DeletionPolicy
 	}
-	if diff := cmp.Diff(&xpv2.Reference{Name: "default"}, cw.GetProviderConfigReference()); diff != "" {
-		t.Errorf("A cluster-scoped Widget without a providerConfigRef should use the ProviderConfig named default: -want, +got:\n%s", diff)
+	cluster := map[string]clManaged{
+		"v1alpha1": clWidget(commonv1alpha1.WidgetParameters{}),
+		"v1beta1":  clWidgetV1beta1(clusterv1beta1.WidgetSpec{ForProvider: commonv1beta1.WidgetParameters{Size: ptr.To("small")}}),
 	}
-	if diff := cmp.Diff(xpv2.DeletionDelete, cw.GetDeletionPolicy()); diff != "" {
-		t.Errorf("A cluster-scoped Widget should delete its widget by default: -want, +got:\n%s", diff)
+	for version, w := range cluster {
+		w.SetName("defaults-" + version)
+		if err := c.Create(ctx, w); err != nil {
+			t.Fatalf("Create() in %s: %v", version, err)
+		}
+		if diff := cmp.Diff(&xpv2.Reference{Name: "default"}, w.GetProviderConfigReference()); diff != "" {
+			t.Errorf("A cluster-scoped %s Widget without a providerConfigRef should use the ProviderConfig named default: -want, +got:\n%s", version, diff)
+		}
+		if diff := cmp.Diff(xpv2.DeletionDelete, w.GetDeletionPolicy()); diff != "" {
+			t.Errorf("A cluster-scoped %s Widget should delete its widget by default: -want, +got:\n%s", version, diff)
+		}
 	}
 }

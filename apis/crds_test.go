@@ -9,80 +9,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
 // These tests read the CRDs that `go generate ./...` writes and check the
 // properties that would otherwise break silently: a kind in the wrong group or
-// scope, a missing printer column, a validation rule or enum that got lost.
+// scope, a version not served or stored, a conversion webhook missing, a
+// missing printer column, a validation rule or enum that got lost.
 // The expected rules and messages are spelled out here on purpose: changing
 // one in the Go markers must be a deliberate change to this file too.
 
 const crdDir = "../package/provider/crds"
-
-// CEL rules and their messages, as users see them.
-var (
-	ruleRegionImmutable = extv1.ValidationRule{
-		Rule:    "!has(oldSelf.region) || (has(self.region) && self.region == oldSelf.region)",
-		Message: "region is immutable once set: delete and recreate the Widget to move it to another region",
-	}
-	ruleLabelKeys = extv1.ValidationRule{
-		Rule:    "self.all(k, k.matches('^[a-z0-9]([a-z0-9._/-]{0,61}[a-z0-9])?$'))",
-		Message: "label keys must be 1 to 63 characters of lowercase letters, digits, '.', '_', '-' and '/', starting and ending with a letter or digit",
-	}
-	ruleLabelKeysReserved = extv1.ValidationRule{
-		Rule:    "self.all(k, !k.startsWith('widgetco.io/'))",
-		Message: "label keys with the prefix widgetco.io/ are reserved for the provider's ownership marker: use another prefix",
-	}
-	ruleLabelValues = extv1.ValidationRule{
-		Rule:    "self.all(k, size(self[k]) <= 63)",
-		Message: "label values must be at most 63 characters",
-	}
-	ruleDescriptionPrintable = extv1.ValidationRule{
-		Rule:    `self.matches(r'^[\p{L}\p{M}\p{N}\p{P}\p{S} \t\n]*$')`,
-		Message: "description must hold only printable characters, spaces, tabs and newlines",
-	}
-	ruleProviderConfigKind = extv1.ValidationRule{
-		Rule:    "!has(self.providerConfigRef) || self.providerConfigRef.kind in ['ProviderConfig', 'ClusterProviderConfig']",
-		Message: "providerConfigRef.kind must be ProviderConfig (a ProviderConfig in this namespace) or ClusterProviderConfig",
-	}
-	ruleKeyNamesWidget = extv1.ValidationRule{
-		Rule:    "has(self.widgetName) || has(self.widgetNameRef) || has(self.widgetNameSelector)",
-		Message: "set widgetName, widgetNameRef or widgetNameSelector to say which widget the key belongs to",
-	}
-	ruleWidgetNameImmutable = extv1.ValidationRule{
-		Rule:    "!has(oldSelf.widgetName) || (has(self.widgetName) && self.widgetName == oldSelf.widgetName)",
-		Message: "widgetName is immutable once set: a key cannot move to another widget; delete and recreate the WidgetKey",
-	}
-	ruleKeyDescriptionImmutable = extv1.ValidationRule{
-		Rule:    "!has(oldSelf.description) || (has(self.description) && self.description == oldSelf.description)",
-		Message: "description is immutable once set: the Widget API cannot change a key; delete and recreate the WidgetKey",
-	}
-	ruleKeyRefLocal = extv1.ValidationRule{
-		Rule:    "!has(self.widgetNameRef) || !has(self.widgetNameRef.__namespace__) || size(self.widgetNameRef.__namespace__) == 0 || has(self.widgetNameSelector)",
-		Message: "widgetNameRef.namespace must not be set: a WidgetKey can reference only Widgets in its own namespace (Crossplane sets it itself when it resolves widgetNameSelector)",
-	}
-	ruleKeySelectorLocal = extv1.ValidationRule{
-		Rule:    "!has(self.widgetNameSelector) || !has(self.widgetNameSelector.__namespace__) || size(self.widgetNameSelector.__namespace__) == 0",
-		Message: "widgetNameSelector.namespace must not be set: a WidgetKey can select only Widgets in its own namespace",
-	}
-	ruleEndpointHost = extv1.ValidationRule{
-		Rule:    "isURL(self) && size(url(self).getHostname()) > 0",
-		Message: "endpoint must be an absolute URL with a host, such as https://widgets.example.com",
-	}
-	ruleCABundlePEM = extv1.ValidationRule{
-		Rule:    "self.contains('-----BEGIN CERTIFICATE-----')",
-		Message: "caBundle must hold one or more PEM-encoded certificates (-----BEGIN CERTIFICATE----- blocks)",
-	}
-	ruleSecretRefRequired = extv1.ValidationRule{
-		Rule:    "self.source != 'Secret' || has(self.secretRef)",
-		Message: "secretRef is required when source is Secret: name the Secret, its namespace and the key that holds the Widget API token",
-	}
-	ruleLocalSecretRefRequired = extv1.ValidationRule{
-		Rule:    "self.source != 'Secret' || has(self.secretRef)",
-		Message: "secretRef is required when source is Secret: name the Secret in this namespace and the key that holds the Widget API token",
-	}
-)
 
 type column struct {
 	Name     string
@@ -129,43 +67,82 @@ var (
 	providerConfigCategories = []string{"crossplane", "providerconfig", "widget"}
 )
 
-// identity is what a CRD serves: its group, kind, scope and how kubectl finds
-// it.
+// Versions of the API groups.
+var (
+	v1alpha1Only = []string{"v1alpha1"}
+	v1beta1Only  = []string{"v1beta1"}
+	bothVersions = []string{"v1alpha1", "v1beta1"}
+)
+
+// identity is what a CRD serves: its group, kind, scope, versions and how
+// kubectl finds it.
 type identity struct {
 	Group      string
 	Kind       string
 	Plural     string
 	Scope      extv1.ResourceScope
 	Categories []string
-	Versions   []string
-	Status     bool
+	// Versions are all the CRD's versions, in its order.
+	Versions []string
+	// Served are the versions the API server serves.
+	Served []string
+	// Storage are the versions marked as the storage version: exactly one.
+	Storage []string
+	// Status are the versions with a status subresource.
+	Status []string
 }
 
+// crdConversion is how the API server converts a CRD's objects between its
+// versions.
+type crdConversion struct {
+	Strategy extv1.ConversionStrategyType
+	// ServicePath is the path of the webhook's Service, which Crossplane's
+	// package manager fills in; a webhook must not be given by URL.
+	ServicePath    string
+	URL            string
+	ReviewVersions []string
+}
+
+var (
+	// webhookConversion is the provider's conversion webhook
+	// (controller-runtime's /convert handler).
+	webhookConversion = crdConversion{Strategy: extv1.WebhookConverter, ServicePath: "/convert", ReviewVersions: []string{"v1"}}
+	// noConversion is for CRDs of one version: the API server's default.
+	noConversion = crdConversion{Strategy: extv1.NoneConverter}
+)
+
 type crdWant struct {
-	identity identity
-	columns  []column
+	identity   identity
+	conversion crdConversion
+	// columns are every version's printer columns.
+	columns []column
 }
 
 // wantCRDs is every CRD the provider package must ship, by file name.
 var wantCRDs = map[string]crdWant{
 	"widget.m.widgetco.io_widgets.yaml": {
-		identity: identity{Group: "widget.m.widgetco.io", Kind: "Widget", Plural: "widgets", Scope: extv1.NamespaceScoped, Categories: managedCategories, Versions: []string{"v1alpha1"}, Status: true},
-		columns:  widgetColumns,
+		identity:   identity{Group: "widget.m.widgetco.io", Kind: "Widget", Plural: "widgets", Scope: extv1.NamespaceScoped, Categories: managedCategories, Versions: bothVersions, Served: bothVersions, Storage: v1beta1Only, Status: bothVersions},
+		conversion: webhookConversion,
+		columns:    widgetColumns,
 	},
 	"widget.m.widgetco.io_widgetkeys.yaml": {
-		identity: identity{Group: "widget.m.widgetco.io", Kind: "WidgetKey", Plural: "widgetkeys", Scope: extv1.NamespaceScoped, Categories: managedCategories, Versions: []string{"v1alpha1"}, Status: true},
-		columns:  widgetKeyColumns,
+		identity:   identity{Group: "widget.m.widgetco.io", Kind: "WidgetKey", Plural: "widgetkeys", Scope: extv1.NamespaceScoped, Categories: managedCategories, Versions: bothVersions, Served: bothVersions, Storage: v1beta1Only, Status: bothVersions},
+		conversion: webhookConversion,
+		columns:    widgetKeyColumns,
 	},
 	"widget.m.widgetco.io_providerconfigs.yaml": {
-		identity: identity{Group: "widget.m.widgetco.io", Kind: "ProviderConfig", Plural: "providerconfigs", Scope: extv1.NamespaceScoped, Categories: providerConfigCategories, Versions: []string{"v1alpha1"}, Status: true},
-		columns:  localProviderConfigColumns,
+		identity:   identity{Group: "widget.m.widgetco.io", Kind: "ProviderConfig", Plural: "providerconfigs", Scope: extv1.NamespaceScoped, Categories: providerConfigCategories, Versions: v1alpha1Only, Served: v1alpha1Only, Storage: v1alpha1Only, Status: v1alpha1Only},
+		conversion: noConversion,
+		columns:    localProviderConfigColumns,
 	},
 	"widget.m.widgetco.io_clusterproviderconfigs.yaml": {
-		identity: identity{Group: "widget.m.widgetco.io", Kind: "ClusterProviderConfig", Plural: "clusterproviderconfigs", Scope: extv1.ClusterScoped, Categories: providerConfigCategories, Versions: []string{"v1alpha1"}, Status: true},
-		columns:  clusterProviderConfigColumns,
+		identity:   identity{Group: "widget.m.widgetco.io", Kind: "ClusterProviderConfig", Plural: "clusterproviderconfigs", Scope: extv1.ClusterScoped, Categories: providerConfigCategories, Versions: v1alpha1Only, Served: v1alpha1Only, Storage: v1alpha1Only, Status: v1alpha1Only},
+		conversion: noConversion,
+		columns:    clusterProviderConfigColumns,
 	},
 	"widget.m.widgetco.io_providerconfigusages.yaml": {
-		identity: identity{Group: "widget.m.widgetco.io", Kind: "ProviderConfigUsage", Plural: "providerconfigusages", Scope: extv1.NamespaceScoped, Categories: providerConfigCategories, Versions: []string{"v1alpha1"}},
+		identity:   identity{Group: "widget.m.widgetco.io", Kind: "ProviderConfigUsage", Plural: "providerconfigusages", Scope: extv1.NamespaceScoped, Categories: providerConfigCategories, Versions: v1alpha1Only, Served: v1alpha1Only, Storage: v1alpha1Only},
+		conversion: noConversion,
 		columns: []column{
 			{Name: "CONFIG-KIND", JSONPath: ".providerConfigRef.kind"},
 			{Name: "CONFIG-NAME", JSONPath: ".providerConfigRef.name"},
@@ -175,19 +152,23 @@ var wantCRDs = map[string]crdWant{
 		},
 	},
 	"widget.widgetco.io_widgets.yaml": {
-		identity: identity{Group: "widget.widgetco.io", Kind: "Widget", Plural: "widgets", Scope: extv1.ClusterScoped, Categories: managedCategories, Versions: []string{"v1alpha1"}, Status: true},
-		columns:  widgetColumns,
+		identity:   identity{Group: "widget.widgetco.io", Kind: "Widget", Plural: "widgets", Scope: extv1.ClusterScoped, Categories: managedCategories, Versions: bothVersions, Served: bothVersions, Storage: v1beta1Only, Status: bothVersions},
+		conversion: webhookConversion,
+		columns:    widgetColumns,
 	},
 	"widget.widgetco.io_widgetkeys.yaml": {
-		identity: identity{Group: "widget.widgetco.io", Kind: "WidgetKey", Plural: "widgetkeys", Scope: extv1.ClusterScoped, Categories: managedCategories, Versions: []string{"v1alpha1"}, Status: true},
-		columns:  widgetKeyColumns,
+		identity:   identity{Group: "widget.widgetco.io", Kind: "WidgetKey", Plural: "widgetkeys", Scope: extv1.ClusterScoped, Categories: managedCategories, Versions: bothVersions, Served: bothVersions, Storage: v1beta1Only, Status: bothVersions},
+		conversion: webhookConversion,
+		columns:    widgetKeyColumns,
 	},
 	"widget.widgetco.io_providerconfigs.yaml": {
-		identity: identity{Group: "widget.widgetco.io", Kind: "ProviderConfig", Plural: "providerconfigs", Scope: extv1.ClusterScoped, Categories: providerConfigCategories, Versions: []string{"v1alpha1"}, Status: true},
-		columns:  clusterProviderConfigColumns,
+		identity:   identity{Group: "widget.widgetco.io", Kind: "ProviderConfig", Plural: "providerconfigs", Scope: extv1.ClusterScoped, Categories: providerConfigCategories, Versions: v1alpha1Only, Served: v1alpha1Only, Storage: v1alpha1Only, Status: v1alpha1Only},
+		conversion: noConversion,
+		columns:    clusterProviderConfigColumns,
 	},
 	"widget.widgetco.io_providerconfigusages.yaml": {
-		identity: identity{Group: "widget.widgetco.io", Kind: "ProviderConfigUsage", Plural: "providerconfigusages", Scope: extv1.ClusterScoped, Categories: providerConfigCategories, Versions: []string{"v1alpha1"}},
+		identity:   identity{Group: "widget.widgetco.io", Kind: "ProviderConfigUsage", Plural: "providerconfigusages", Scope: extv1.ClusterScoped, Categories: providerConfigCategories, Versions: v1alpha1Only, Served: v1alpha1Only, Storage: v1alpha1Only},
+		conversion: noConversion,
 		columns: []column{
 			{Name: "CONFIG-NAME", JSONPath: ".providerConfigRef.name"},
 			{Name: "RESOURCE-KIND", JSONPath: ".resourceRef.kind"},
@@ -210,18 +191,31 @@ func loadCRD(t *testing.T, file string) *extv1.CustomResourceDefinition {
 	return crd
 }
 
-// schemaAt returns the schema of the only version of crd at the supplied
-// property path.
-func schemaAt(t *testing.T, crd *extv1.CustomResourceDefinition, path ...string) extv1.JSONSchemaProps {
+// versionOf returns the supplied version of crd, which must have a schema.
+func versionOf(t *testing.T, crd *extv1.CustomResourceDefinition, version string) extv1.CustomResourceDefinitionVersion {
 	t.Helper()
-	if len(crd.Spec.Versions) != 1 || crd.Spec.Versions[0].Schema == nil || crd.Spec.Versions[0].Schema.OpenAPIV3Schema == nil {
-		t.Fatalf("%s: want exactly one version with a schema", crd.GetName())
+	for _, v := range crd.Spec.Versions {
+		if v.Name != version {
+			continue
+		}
+		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+			t.Fatalf("%s: version %s has no schema", crd.GetName(), version)
+		}
+		return v
 	}
-	s := *crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+	t.Fatalf("%s: no version %s", crd.GetName(), version)
+	return extv1.CustomResourceDefinitionVersion{}
+}
+
+// schemaAt returns the schema of the supplied version of crd at the supplied
+// property path.
+func schemaAt(t *testing.T, crd *extv1.CustomResourceDefinition, version string, path ...string) extv1.JSONSchemaProps {
+	t.Helper()
+	s := *versionOf(t, crd, version).Schema.OpenAPIV3Schema
 	for i, p := range path {
 		next, ok := s.Properties[p]
 		if !ok {
-			t.Fatalf("%s: no property %q at %v", crd.GetName(), p, path[:i])
+			t.Fatalf("%s %s: no property %q at %v", crd.GetName(), version, p, path[:i])
 		}
 		s = next
 	}
@@ -259,15 +253,45 @@ func TestCRDIdentity(t *testing.T) {
 				Categories: crd.Spec.Names.Categories,
 			}
 			for _, v := range crd.Spec.Versions {
-				if v.Served && v.Storage {
-					got.Versions = append(got.Versions, v.Name)
+				got.Versions = append(got.Versions, v.Name)
+				if v.Served {
+					got.Served = append(got.Served, v.Name)
+				}
+				if v.Storage {
+					got.Storage = append(got.Storage, v.Name)
 				}
 				if v.Subresources != nil && v.Subresources.Status != nil {
-					got.Status = true
+					got.Status = append(got.Status, v.Name)
 				}
 			}
 			if diff := cmp.Diff(want.identity, got); diff != "" {
-				t.Errorf("group, kind, scope, categories, served storage versions or status subresource changed: -want, +got:\n%s", diff)
+				t.Errorf("group, kind, scope, categories, versions, served or storage versions or status subresources changed: -want, +got:\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCRDConversion checks that the CRDs with two versions are converted by
+// the provider's conversion webhook, and that the others need none.
+func TestCRDConversion(t *testing.T) {
+	for file, want := range wantCRDs {
+		t.Run(file, func(t *testing.T) {
+			crd := loadCRD(t, file)
+			got := noConversion
+			if c := crd.Spec.Conversion; c != nil {
+				got = crdConversion{Strategy: c.Strategy}
+				if w := c.Webhook; w != nil {
+					got.ReviewVersions = w.ConversionReviewVersions
+					if cc := w.ClientConfig; cc != nil {
+						got.URL = ptr.Deref(cc.URL, "")
+						if cc.Service != nil {
+							got.ServicePath = ptr.Deref(cc.Service.Path, "")
+						}
+					}
+				}
+			}
+			if diff := cmp.Diff(want.conversion, got); diff != "" {
+				t.Errorf("spec.conversion changed: -want, +got:\n%s", diff)
 			}
 		})
 	}
@@ -277,159 +301,20 @@ func TestCRDPrinterColumns(t *testing.T) {
 	for file, want := range wantCRDs {
 		t.Run(file, func(t *testing.T) {
 			crd := loadCRD(t, file)
-			var got []column
+			wantColumns := map[string][]column{}
+			for _, v := range want.identity.Versions {
+				wantColumns[v] = want.columns
+			}
+			got := map[string][]column{}
 			for _, v := range crd.Spec.Versions {
+				got[v.Name] = []column{}
 				for _, c := range v.AdditionalPrinterColumns {
-					got = append(got, column{Name: c.Name, JSONPath: c.JSONPath, Priority: c.Priority})
+					got[v.Name] = append(got[v.Name], column{Name: c.Name, JSONPath: c.JSONPath, Priority: c.Priority})
 				}
 			}
-			if diff := cmp.Diff(want.columns, got); diff != "" {
-				t.Errorf("kubectl get columns changed: -want, +got:\n%s", diff)
+			if diff := cmp.Diff(wantColumns, got); diff != "" {
+				t.Errorf("kubectl get columns of each version changed: -want, +got:\n%s", diff)
 			}
 		})
 	}
-}
-
-func TestCRDValidationRules(t *testing.T) {
-	cases := map[string]struct {
-		reason string
-		file   string
-		path   []string
-		want   extv1.ValidationRules
-	}{
-		"NamespacedWidgetRegionImmutable": {
-			reason: "Changing or removing a namespaced Widget's region must be rejected.",
-			file:   "widget.m.widgetco.io_widgets.yaml",
-			path:   []string{"spec", "forProvider"},
-			want:   extv1.ValidationRules{ruleRegionImmutable},
-		},
-		"ClusterWidgetRegionImmutable": {
-			reason: "Changing or removing a cluster-scoped Widget's region must be rejected.",
-			file:   "widget.widgetco.io_widgets.yaml",
-			path:   []string{"spec", "forProvider"},
-			want:   extv1.ValidationRules{ruleRegionImmutable},
-		},
-		"NamespacedWidgetLabels": {
-			reason: "Invalid or reserved label keys and long label values must be rejected.",
-			file:   "widget.m.widgetco.io_widgets.yaml",
-			path:   []string{"spec", "forProvider", "labels"},
-			want:   extv1.ValidationRules{ruleLabelKeys, ruleLabelKeysReserved, ruleLabelValues},
-		},
-		"ClusterWidgetLabels": {
-			reason: "Invalid or reserved label keys and long label values must be rejected.",
-			file:   "widget.widgetco.io_widgets.yaml",
-			path:   []string{"spec", "forProvider", "labels"},
-			want:   extv1.ValidationRules{ruleLabelKeys, ruleLabelKeysReserved, ruleLabelValues},
-		},
-		"NamespacedWidgetDescription": {
-			reason: "A description the Widget API would reject as unprintable must be rejected.",
-			file:   "widget.m.widgetco.io_widgets.yaml",
-			path:   []string{"spec", "forProvider", "description"},
-			want:   extv1.ValidationRules{ruleDescriptionPrintable},
-		},
-		"ClusterWidgetDescription": {
-			reason: "A description the Widget API would reject as unprintable must be rejected.",
-			file:   "widget.widgetco.io_widgets.yaml",
-			path:   []string{"spec", "forProvider", "description"},
-			want:   extv1.ValidationRules{ruleDescriptionPrintable},
-		},
-		"NamespacedWidgetKeyDescription": {
-			reason: "A description the Widget API would reject as unprintable must be rejected.",
-			file:   "widget.m.widgetco.io_widgetkeys.yaml",
-			path:   []string{"spec", "forProvider", "description"},
-			want:   extv1.ValidationRules{ruleDescriptionPrintable},
-		},
-		"ClusterWidgetKeyDescription": {
-			reason: "A description the Widget API would reject as unprintable must be rejected.",
-			file:   "widget.widgetco.io_widgetkeys.yaml",
-			path:   []string{"spec", "forProvider", "description"},
-			want:   extv1.ValidationRules{ruleDescriptionPrintable},
-		},
-		"NamespacedWidgetProviderConfigKind": {
-			reason: "A namespaced Widget may only use a ProviderConfig or a ClusterProviderConfig.",
-			file:   "widget.m.widgetco.io_widgets.yaml",
-			path:   []string{"spec"},
-			want:   extv1.ValidationRules{ruleProviderConfigKind},
-		},
-		"NamespacedWidgetKey": {
-			reason: "A namespaced WidgetKey must name its widget in its own namespace and keep it.",
-			file:   "widget.m.widgetco.io_widgetkeys.yaml",
-			path:   []string{"spec", "forProvider"},
-			want:   extv1.ValidationRules{ruleKeyNamesWidget, ruleWidgetNameImmutable, ruleKeyDescriptionImmutable, ruleKeyRefLocal, ruleKeySelectorLocal},
-		},
-		"NamespacedWidgetKeyProviderConfigKind": {
-			reason: "A namespaced WidgetKey may only use a ProviderConfig or a ClusterProviderConfig.",
-			file:   "widget.m.widgetco.io_widgetkeys.yaml",
-			path:   []string{"spec"},
-			want:   extv1.ValidationRules{ruleProviderConfigKind},
-		},
-		"ClusterWidgetKey": {
-			reason: "A cluster-scoped WidgetKey must name its widget and keep it.",
-			file:   "widget.widgetco.io_widgetkeys.yaml",
-			path:   []string{"spec", "forProvider"},
-			want:   extv1.ValidationRules{ruleKeyNamesWidget, ruleWidgetNameImmutable, ruleKeyDescriptionImmutable},
-		},
-		"NamespacedProviderConfigEndpoint": {
-			reason: "An endpoint without a host must be rejected.",
-			file:   "widget.m.widgetco.io_providerconfigs.yaml",
-			path:   []string{"spec", "endpoint"},
-			want:   extv1.ValidationRules{ruleEndpointHost},
-		},
-		"NamespacedProviderConfigCABundle": {
-			reason: "A CA bundle that is not PEM must be rejected.",
-			file:   "widget.m.widgetco.io_providerconfigs.yaml",
-			path:   []string{"spec", "caBundle"},
-			want:   extv1.ValidationRules{ruleCABundlePEM},
-		},
-		"NamespacedProviderConfigCredentials": {
-			reason: "Secret credentials must say which Secret key holds the token.",
-			file:   "widget.m.widgetco.io_providerconfigs.yaml",
-			path:   []string{"spec", "credentials"},
-			want:   extv1.ValidationRules{ruleLocalSecretRefRequired},
-		},
-		"ClusterProviderConfigEndpoint": {
-			reason: "An endpoint without a host must be rejected.",
-			file:   "widget.m.widgetco.io_clusterproviderconfigs.yaml",
-			path:   []string{"spec", "endpoint"},
-			want:   extv1.ValidationRules{ruleEndpointHost},
-		},
-		"ClusterProviderConfigCredentials": {
-			reason: "Secret credentials must say which Secret key holds the token.",
-			file:   "widget.m.widgetco.io_clusterproviderconfigs.yaml",
-			path:   []string{"spec", "credentials"},
-			want:   extv1.ValidationRules{ruleSecretRefRequired},
-		},
-		"LegacyProviderConfigCABundle": {
-			reason: "A CA bundle that is not PEM must be rejected.",
-			file:   "widget.widgetco.io_providerconfigs.yaml",
-			path:   []string{"spec", "caBundle"},
-			want:   extv1.ValidationRules{ruleCABundlePEM},
-		},
-		"LegacyProviderConfigCredentials": {
-			reason: "Secret credentials must say which Secret key holds the token.",
-			file:   "widget.widgetco.io_providerconfigs.yaml",
-			path:   []string{"spec", "credentials"},
-			want:   extv1.ValidationRules{ruleSecretRefRequired},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := schemaAt(t, loadCRD(t, tc.file), tc.path...).XValidations
-			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("%s\nx-kubernetes-validations at %v: -want, +got:\n%s", tc.reason, tc.path, diff)
-			}
-		})
-	}
-}
-
-// constraints are the OpenAPI constraints of one schema.
-type constraints struct {
-	Type          string
-	Enum          []string
-	Pattern       string
-	MaxLength     *int64
-	MaxProperties *int64
-	Default       string
-	Required      []string
-	Properties    []string
 }

@@ -222,7 +222,7 @@ func TestRunFunctionLongNames(t *testing.T) {
 	}
 	nsKeyWant := func(i int) map[string]any {
 		return build(wantNSKey(i),
-			set("spec.forProvider.description", "Access key "+[]string{"0", "1"}[i]+" of XWidget team-a/"+strings.Repeat("a", 199)+"..., managed by Crossplane"),
+			set("spec.initProvider.description", "Access key "+[]string{"0", "1"}[i]+" of XWidget team-a/"+strings.Repeat("a", 199)+"..., managed by Crossplane"),
 			set("spec.writeConnectionSecretToRef.name", ns230+"-key-"+[]string{"0", "1"}[i]),
 		)
 	}
@@ -250,7 +250,7 @@ func TestRunFunctionLongNames(t *testing.T) {
 			}},
 			want: map[string]*fnv1.Resource{
 				"widget": desired(build(wantLegacyWidget(), set("spec.forProvider.description", "WidgetClaim team-b/"+strings.Repeat("b", 211)+"..., managed by Crossplane")), readyTrue),
-				"key-0":  desired(build(wantLegacyKey(), set("spec.forProvider.description", "Access key 0 of WidgetClaim team-b/"+strings.Repeat("b", 195)+"..., managed by Crossplane")), readyFalse),
+				"key-0":  desired(build(wantLegacyKey(), set("spec.initProvider.description", "Access key 0 of WidgetClaim team-b/"+strings.Repeat("b", 195)+"..., managed by Crossplane")), readyFalse),
 			},
 		},
 	}
@@ -271,8 +271,21 @@ func TestRunFunctionLongNames(t *testing.T) {
 			if diff := cmp.Diff(tc.want, rsp.GetDesired().GetResources(), protocmp.Transform()); diff != "" {
 				t.Errorf("%s\nf.RunFunction(...): -want desired resources, +got:\n%s", tc.reason, diff)
 			}
+			// A Widget's description is managed (spec.forProvider); a
+			// WidgetKey's is set once, when the key is created
+			// (spec.initProvider).
+			descriptionPath := map[string]string{"Widget": "spec.forProvider.description", "WidgetKey": "spec.initProvider.description"}
 			for name, r := range rsp.GetDesired().GetResources() {
-				d, _ := fieldpath.Pave(r.GetResource().AsMap()).GetString("spec.forProvider.description")
+				o := fieldpath.Pave(r.GetResource().AsMap())
+				kind, _ := o.GetString("kind")
+				path, ok := descriptionPath[kind]
+				if !ok {
+					continue
+				}
+				d, err := o.GetString(path)
+				if err != nil {
+					t.Errorf("%s\n%s: a %s should have %s: %v", tc.reason, name, kind, path, err)
+				}
 				if n := len([]rune(d)); n > 256 {
 					t.Errorf("%s\n%s: the description has %d characters; a Widget or WidgetKey may have 256", tc.reason, name, n)
 				}

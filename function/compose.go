@@ -18,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
-	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
-	namespacedv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	clusterv1beta1 "github.com/widgetco/crossplane-widget/apis/cluster/v1beta1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
+	namespacedv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 )
 
 // Composition resource names: how the function and Crossplane identify the
@@ -113,29 +113,30 @@ type namespacedScope struct {
 }
 
 func (n namespacedScope) Widget(s settings) runtime.Object {
-	return &namespacedv1alpha1.Widget{
+	return &namespacedv1beta1.Widget{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{labelComponent: componentWidget}},
-		Spec: namespacedv1alpha1.WidgetSpec{
+		Spec: namespacedv1beta1.WidgetSpec{
 			ManagedResourceSpec: xpv2.ManagedResourceSpec{ProviderConfigReference: ptr.To(n.providerConfig)},
 			ForProvider:         widgetParameters(s),
+			InitProvider:        widgetInitParameters(s),
 		},
 	}
 }
 
 func (n namespacedScope) Key(x xwidget, i int) runtime.Object {
-	return &namespacedv1alpha1.WidgetKey{
-		Spec: namespacedv1alpha1.WidgetKeySpec{
+	return &namespacedv1beta1.WidgetKey{
+		Spec: namespacedv1beta1.WidgetKeySpec{
 			ManagedResourceSpec: xpv2.ManagedResourceSpec{
 				ProviderConfigReference:          ptr.To(n.providerConfig),
 				WriteConnectionSecretToReference: &xpv2.LocalSecretReference{Name: keySecretName(x, i)},
 			},
-			ForProvider: namespacedv1alpha1.WidgetKeyParameters{
+			ForProvider: namespacedv1beta1.WidgetKeyParameters{
 				WidgetNameSelector: &xpv2.NamespacedSelector{
 					MatchControllerRef: ptr.To(true),
 					MatchLabels:        map[string]string{labelComponent: componentWidget},
 				},
-				WidgetKeyParameters: keyParameters(x, i),
 			},
+			InitProvider: keyInitParameters(x, i),
 		},
 	}
 }
@@ -147,49 +148,56 @@ type legacyScope struct {
 }
 
 func (l legacyScope) Widget(s settings) runtime.Object {
-	return &clusterv1alpha1.Widget{
+	return &clusterv1beta1.Widget{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{labelComponent: componentWidget}},
-		Spec: clusterv1alpha1.WidgetSpec{
+		Spec: clusterv1beta1.WidgetSpec{
 			ClusterManagedResourceSpec: xpv2.ClusterManagedResourceSpec{ProviderConfigReference: &xpv2.Reference{Name: l.providerConfig}},
 			ForProvider:                widgetParameters(s),
+			InitProvider:               widgetInitParameters(s),
 		},
 	}
 }
 
 func (l legacyScope) Key(x xwidget, i int) runtime.Object {
-	return &clusterv1alpha1.WidgetKey{
-		Spec: clusterv1alpha1.WidgetKeySpec{
+	return &clusterv1beta1.WidgetKey{
+		Spec: clusterv1beta1.WidgetKeySpec{
 			ClusterManagedResourceSpec: xpv2.ClusterManagedResourceSpec{
 				ProviderConfigReference:          &xpv2.Reference{Name: l.providerConfig},
 				WriteConnectionSecretToReference: &xpv2.SecretReference{Name: keySecretName(x, i), Namespace: l.secretNamespace},
 			},
-			ForProvider: clusterv1alpha1.WidgetKeyParameters{
+			ForProvider: clusterv1beta1.WidgetKeyParameters{
 				WidgetNameSelector: &xpv2.Selector{
 					MatchControllerRef: ptr.To(true),
 					MatchLabels:        map[string]string{labelComponent: componentWidget},
 				},
-				WidgetKeyParameters: keyParameters(x, i),
 			},
+			InitProvider: keyInitParameters(x, i),
 		},
 	}
 }
 
-func widgetParameters(s settings) commonv1alpha1.WidgetParameters {
-	p := commonv1alpha1.WidgetParameters{
+func widgetParameters(s settings) commonv1beta1.WidgetParameters {
+	return commonv1beta1.WidgetParameters{
 		Size:        ptr.To(s.size),
 		Labels:      s.labels,
 		Description: ptr.To(s.description),
 	}
+}
+
+// widgetInitParameters hold the region, which a widget gets when it is
+// created and never changes.
+func widgetInitParameters(s settings) commonv1beta1.WidgetInitParameters {
+	var p commonv1beta1.WidgetInitParameters
 	if s.region != "" {
 		p.Region = ptr.To(s.region)
 	}
 	return p
 }
 
-func keyParameters(x xwidget, i int) commonv1alpha1.WidgetKeyParameters {
+func keyInitParameters(x xwidget, i int) commonv1beta1.WidgetKeyInitParameters {
 	// The Widget API cannot change a key's description, so it must never
 	// change: it depends only on the XR's identity and the key's index.
-	return commonv1alpha1.WidgetKeyParameters{Description: ptr.To(describe(fmt.Sprintf("Access key %d of ", i), x.owner(), ", managed by Crossplane"))}
+	return commonv1beta1.WidgetKeyInitParameters{Description: ptr.To(describe(fmt.Sprintf("Access key %d of ", i), x.owner(), ", managed by Crossplane"))}
 }
 
 // composeResources returns the desired Widget and WidgetKeys. A key is

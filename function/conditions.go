@@ -11,7 +11,7 @@ import (
 	"github.com/crossplane/function-sdk-go/resource/composite"
 	corev1 "k8s.io/api/core/v1"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 )
 
 // Condition types the function sets on the XR and its claim. It never sets
@@ -161,18 +161,18 @@ func widgetCondition(w widgetObservation) condition {
 	case !synced:
 		c.Reason = reasonReconcileError
 		c.Message = fmt.Sprintf("The provider cannot reconcile Widget %s: %s", w.name, providerMessage(w.synced))
-	case w.atProvider.State == commonv1alpha1.WidgetStateFailed:
+	case w.atProvider.State == commonv1beta1.WidgetStateFailed:
 		msg := w.atProvider.Message
 		if msg == "" {
 			msg = providerMessage(w.ready)
 		}
 		c.Reason = reasonFailed
 		c.Message = fmt.Sprintf("Widget %s failed: %s. Delete and recreate the XWidget to try again; ask the platform team if it fails again.", w.name, strings.TrimSuffix(truncate(msg), "."))
-	case w.atProvider.State == commonv1alpha1.WidgetStateProvisioning:
+	case w.atProvider.State == commonv1beta1.WidgetStateProvisioning:
 		c.Reason, c.Message = reasonProvisioning, fmt.Sprintf("Widget %s is being provisioned.", w.name)
-	case w.atProvider.State == commonv1alpha1.WidgetStateResizing:
+	case w.atProvider.State == commonv1beta1.WidgetStateResizing:
 		c.Reason, c.Message = reasonResizing, fmt.Sprintf("Widget %s is being resized to %s.", w.name, w.atProvider.Size)
-	case w.atProvider.State == commonv1alpha1.WidgetStateDeleting:
+	case w.atProvider.State == commonv1beta1.WidgetStateDeleting:
 		c.Reason, c.Message = reasonDeleting, fmt.Sprintf("The Widget API is deleting widget %s.", w.externalName)
 	case w.ready.Status == corev1.ConditionFalse && w.ready.Message != "":
 		c.Reason = reasonUnavailable

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 	corev1 "k8s.io/api/core/v1"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 )
 
 func TestWidgetCondition(t *testing.T) {
@@ -19,10 +19,10 @@ func TestWidgetCondition(t *testing.T) {
 	notReady := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: "Creating"}
 	synced := xpv2.Condition{Type: xpv2.TypeSynced, Status: corev1.ConditionTrue, Reason: "ReconcileSuccess"}
 	unsynced := xpv2.Condition{Type: xpv2.TypeSynced, Status: corev1.ConditionFalse, Reason: "ReconcileError", Message: "update failed: cannot update widget: rate limited"}
-	w := func(state commonv1alpha1.WidgetState, r, s xpv2.Condition) widgetObservation {
+	w := func(state commonv1beta1.WidgetState, r, s xpv2.Condition) widgetObservation {
 		return widgetObservation{
 			exists: true, name: "web-8k2mz", externalName: "team-a-web-8k2mz", ready: r, synced: s,
-			atProvider: commonv1alpha1.WidgetObservation{State: state, Endpoint: nsEndpoint, Size: "large"},
+			atProvider: commonv1beta1.WidgetObservation{State: state, Endpoint: nsEndpoint, Size: "large"},
 		}
 	}
 	cases := map[string]struct {

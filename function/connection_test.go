@@ -9,11 +9,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 )
 
 func TestConnectionDetails(t *testing.T) {
-	widget := widgetObservation{exists: true, externalName: "team-a-web", atProvider: commonv1alpha1.WidgetObservation{Endpoint: "https://w"}}
+	widget := widgetObservation{exists: true, externalName: "team-a-web", atProvider: commonv1beta1.WidgetObservation{Endpoint: "https://w"}}
 	key := func(i int, d resource.ConnectionDetails) keyObservation {
 		return keyObservation{index: i, exists: true, details: d}
 	}
@@ -64,7 +64,7 @@ func TestConnectionDetails(t *testing.T) {
 
 func TestPublishConnectionDetails(t *testing.T) {
 	obs := observation{
-		widget:       widgetObservation{exists: true, externalName: "w", atProvider: commonv1alpha1.WidgetObservation{Endpoint: "https://w"}, ready: xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue}},
+		widget:       widgetObservation{exists: true, externalName: "w", atProvider: commonv1beta1.WidgetObservation{Endpoint: "https://w"}, ready: xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue}},
 		keys:         []keyObservation{{index: 0, exists: true, details: resource.ConnectionDetails{"key": []byte("k0")}}},
 		secretExists: true,
 	}

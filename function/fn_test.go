@@ -461,7 +461,7 @@ func TestRunFunction(t *testing.T) {
 					Composite: xrStatus(map[string]any{"keysReady": "0/2", "connectionSecretName": "web-connection"}),
 					Resources: map[string]*fnv1.Resource{
 						"widget": desired(build(wantNSWidget(),
-							unset("spec.forProvider.region"),
+							unset("spec.initProvider"),
 							set("spec.forProvider.labels", map[string]any{"team": "payments"}),
 						), readyFalse),
 						"connection-secret": desired(wantNSSecret(nil), readyFalse),

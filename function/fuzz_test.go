@@ -3,8 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode"
@@ -15,7 +19,9 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
 )
 
 // The fuzz targets below feed RunFunction what it parses from outside: the
@@ -142,7 +148,7 @@ func FuzzRunFunctionRequest(f *testing.F) {
 		{Meta: &fnv1.RequestMeta{Tag: "tag"}, Observed: &fnv1.State{Composite: &fnv1.Resource{}}},
 		testRequest{xr: nsXR(set("spec.keys", 1000000000)), input: policyInput()}.build(),
 		testRequest{xr: legacyXR(), input: policyInput(), observed: map[string]*fnv1.Resource{
-			"widget": observed(legacyWidget(set("status.atProvider.region", "Moon"), unset("spec.forProvider.region")), nil),
+			"widget": observed(legacyWidget(set("status.atProvider.region", "Moon"), unset("spec.initProvider.region")), nil),
 			"key-0":  observed(legacyKey(set("status.conditions", "none")), map[string][]byte{"key": {0xff, 0}}),
 			"key-9":  observed(legacyKey(), nil),
 		}}.build(),
@@ -277,12 +283,15 @@ func checkComposed(t *testing.T, req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunc
 				t.Errorf("composed resource %q: the function must leave the name of a managed resource to Crossplane, got %q", name, n)
 			}
 		}
+		if kind == "Widget" || kind == "WidgetKey" {
+			checkFields(t, name, r.GetResource().AsMap())
+		}
 		switch kind {
 		case "Widget":
 			checkWidget(t, name, o)
 		case "WidgetKey":
 			keys++
-			checkText(t, name, o, "spec.forProvider.description")
+			checkText(t, name, o, "spec.initProvider.description")
 			checkName(t, name, o, "spec.writeConnectionSecretToRef.name", validation.IsDNS1123Subdomain)
 			if ns, err := o.GetString("spec.writeConnectionSecretToRef.namespace"); err == nil {
 				checkDNS(t, name, "spec.writeConnectionSecretToRef.namespace", ns, validation.IsDNS1123Label)
@@ -308,7 +317,7 @@ func checkWidget(t *testing.T, name string, o *fieldpath.Paved) {
 	if size, _ := o.GetString("spec.forProvider.size"); size != "small" && size != "medium" && size != "large" {
 		t.Errorf("composed resource %q: size %q is not small, medium or large", name, size)
 	}
-	if r, err := o.GetString("spec.forProvider.region"); err == nil && (len(r) > 32 || !fuzzRegion.MatchString(r)) {
+	if r, err := o.GetString("spec.initProvider.region"); err == nil && (len(r) > 32 || !fuzzRegion.MatchString(r)) {
 		t.Errorf("composed resource %q: region %q is not a region", name, r)
 	}
 	labels := map[string]string{}
@@ -324,6 +333,110 @@ func checkWidget(t *testing.T, name string, o *fieldpath.Paved) {
 		}
 		if len(v) > 63 || !isText(v, false) {
 			t.Errorf("composed resource %q: label value %q is not at most 63 bytes of printable characters", name, v)
+		}
+	}
+}
+
+// fuzzCRDVersion is the version of the provider's CRDs that the function
+// composes: v1beta1, the storage version, which the provider reconciles.
+const fuzzCRDVersion = "v1beta1"
+
+// fuzzSchemas returns the schemas of version fuzzCRDVersion of the
+// provider's CRDs, by apiVersion and kind ("widget.widgetco.io/v1beta1
+// Widget"). It picks the version by name: the CRDs serve more than one.
+var fuzzSchemas = sync.OnceValues(func() (map[string]*apiextensionsv1.JSONSchemaProps, error) {
+	files, err := filepath.Glob(filepath.Join(repoRoot, "package", "provider", "crds", "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	schemas := map[string]*apiextensionsv1.JSONSchemaProps{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(b, crd); err != nil {
+			return nil, fmt.Errorf("cannot parse %s: %w", f, err)
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Name == fuzzCRDVersion && v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+				schemas[crd.Spec.Group+"/"+v.Name+" "+crd.Spec.Names.Kind] = v.Schema.OpenAPIV3Schema
+			}
+		}
+	}
+	return schemas, nil
+})
+
+// checkFields checks that a composed managed resource is of version
+// fuzzCRDVersion and that its CRD's schema of that version has every field
+// it sets, with the type it has there. The API server drops a field its
+// schema does not have, so the provider would never see it.
+func checkFields(t *testing.T, name string, o map[string]any) {
+	t.Helper()
+	schemas, err := fuzzSchemas()
+	if err != nil {
+		t.Fatalf("cannot read the provider's CRDs: %v", err)
+	}
+	apiVersion, _ := o["apiVersion"].(string)
+	kind, _ := o["kind"].(string)
+	s, ok := schemas[apiVersion+" "+kind]
+	if !ok {
+		t.Errorf("composed resource %q: %s %s is not a kind of version %s of the provider's CRDs", name, apiVersion, kind, fuzzCRDVersion)
+		return
+	}
+	// The API server validates metadata itself; a CRD's schema does not
+	// describe it.
+	withoutMetadata := make(map[string]any, len(o))
+	for k, v := range o {
+		if k != "metadata" {
+			withoutMetadata[k] = v
+		}
+	}
+	checkSchema(t, name, "", withoutMetadata, s)
+}
+
+// checkSchema checks that value v at path has the type schema s gives it,
+// and that s has each of its fields.
+func checkSchema(t *testing.T, name, path string, v any, s *apiextensionsv1.JSONSchemaProps) {
+	t.Helper()
+	if s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields {
+		return
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		if s.Type != "object" {
+			t.Errorf("composed resource %q: %s is an object; the schema has %q", name, path, s.Type)
+			return
+		}
+		for k, fv := range v {
+			fp := strings.TrimPrefix(path+"."+k, ".")
+			switch p, ok := s.Properties[k]; {
+			case ok:
+				checkSchema(t, name, fp, fv, &p)
+			case s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil:
+				checkSchema(t, name, fp, fv, s.AdditionalProperties.Schema)
+			case s.AdditionalProperties != nil && s.AdditionalProperties.Allows:
+				// additionalProperties: true allows any field.
+			default:
+				t.Errorf("composed resource %q: %s is not a field of the %s schema", name, fp, fuzzCRDVersion)
+			}
+		}
+	case []any:
+		if s.Type != "array" || s.Items == nil || s.Items.Schema == nil {
+			t.Errorf("composed resource %q: %s is an array; the schema has %q", name, path, s.Type)
+			return
+		}
+		for i, iv := range v {
+			checkSchema(t, name, fmt.Sprintf("%s[%d]", path, i), iv, s.Items.Schema)
+		}
+	case string:
+		if s.Type != "string" {
+			t.Errorf("composed resource %q: %s is a string; the schema has %q", name, path, s.Type)
+		}
+	case bool:
+		if s.Type != "boolean" {
+			t.Errorf("composed resource %q: %s is a boolean; the schema has %q", name, path, s.Type)
 		}
 	}
 }

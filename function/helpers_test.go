@@ -152,7 +152,7 @@ func legacyXR(mods ...mod) map[string]any {
 // the Widget API provisions it.
 func nsWidget(mods ...mod) map[string]any {
 	return build(map[string]any{
-		"apiVersion": "widget.m.widgetco.io/v1alpha1",
+		"apiVersion": "widget.m.widgetco.io/v1beta1",
 		"kind":       "Widget",
 		"metadata": map[string]any{
 			"name":      "web-8k2mz",
@@ -162,7 +162,10 @@ func nsWidget(mods ...mod) map[string]any {
 				"crossplane.io/external-name":             "team-a-web-8k2mz",
 			},
 		},
-		"spec": map[string]any{"forProvider": map[string]any{"size": "medium", "region": "us-east-1"}},
+		"spec": map[string]any{
+			"forProvider":  map[string]any{"size": "medium"},
+			"initProvider": map[string]any{"region": "us-east-1"},
+		},
 		"status": map[string]any{
 			"atProvider": map[string]any{"id": "w-7f3c9a", "state": "Provisioning", "size": "medium", "region": "us-east-1", "generation": 1},
 			"conditions": []any{
@@ -186,7 +189,7 @@ func widgetReady(endpoint string) mod {
 func nsKey(i int, mods ...mod) map[string]any {
 	names := []string{"web-q2w7d", "web-m5n8c", "web-x1y2z"}
 	return build(map[string]any{
-		"apiVersion": "widget.m.widgetco.io/v1alpha1",
+		"apiVersion": "widget.m.widgetco.io/v1beta1",
 		"kind":       "WidgetKey",
 		"metadata": map[string]any{
 			"name":      names[i],
@@ -206,7 +209,7 @@ func nsKey(i int, mods ...mod) map[string]any {
 // The observed cluster-scoped Widget of legacyXR, ready.
 func legacyWidget(mods ...mod) map[string]any {
 	return build(map[string]any{
-		"apiVersion": "widget.widgetco.io/v1alpha1",
+		"apiVersion": "widget.widgetco.io/v1beta1",
 		"kind":       "Widget",
 		"metadata": map[string]any{
 			"name": "web-5t2xq-h7kzp",
@@ -215,7 +218,10 @@ func legacyWidget(mods ...mod) map[string]any {
 				"crossplane.io/external-name":             "web-5t2xq-h7kzp",
 			},
 		},
-		"spec": map[string]any{"forProvider": map[string]any{"size": "small", "region": "eu-west-1"}},
+		"spec": map[string]any{
+			"forProvider":  map[string]any{"size": "small"},
+			"initProvider": map[string]any{"region": "eu-west-1"},
+		},
 		"status": map[string]any{
 			"atProvider": map[string]any{"state": "Ready", "endpoint": "https://web-5t2xq-h7kzp.widgets.example.com", "size": "small", "region": "eu-west-1"},
 			"conditions": []any{
@@ -229,7 +235,7 @@ func legacyWidget(mods ...mod) map[string]any {
 // The observed cluster-scoped WidgetKey of access key 0 of legacyXR.
 func legacyKey(mods ...mod) map[string]any {
 	return build(map[string]any{
-		"apiVersion": "widget.widgetco.io/v1alpha1",
+		"apiVersion": "widget.widgetco.io/v1beta1",
 		"kind":       "WidgetKey",
 		"metadata": map[string]any{
 			"name":        "web-5t2xq-b4r6s",
@@ -303,16 +309,16 @@ const (
 // The desired namespaced Widget of nsXR under policyInput.
 func wantNSWidget() map[string]any {
 	return map[string]any{
-		"apiVersion": "widget.m.widgetco.io/v1alpha1",
+		"apiVersion": "widget.m.widgetco.io/v1beta1",
 		"kind":       "Widget",
 		"metadata":   map[string]any{"labels": map[string]any{"fn.widgetco.io/component": "widget"}},
 		"spec": map[string]any{
 			"forProvider": map[string]any{
 				"size":        "medium",
-				"region":      "us-east-1",
 				"labels":      map[string]any{"managed-by": "crossplane", "team": "payments"},
 				"description": "XWidget team-a/web, managed by Crossplane",
 			},
+			"initProvider":      map[string]any{"region": "us-east-1"},
 			"providerConfigRef": map[string]any{"kind": "ClusterProviderConfig", "name": "default"},
 		},
 	}
@@ -321,7 +327,7 @@ func wantNSWidget() map[string]any {
 // The desired namespaced WidgetKey of access key i of nsXR.
 func wantNSKey(i int) map[string]any {
 	return map[string]any{
-		"apiVersion": "widget.m.widgetco.io/v1alpha1",
+		"apiVersion": "widget.m.widgetco.io/v1beta1",
 		"kind":       "WidgetKey",
 		"spec": map[string]any{
 			"forProvider": map[string]any{
@@ -329,6 +335,8 @@ func wantNSKey(i int) map[string]any {
 					"matchControllerRef": true,
 					"matchLabels":        map[string]any{"fn.widgetco.io/component": "widget"},
 				},
+			},
+			"initProvider": map[string]any{
 				"description": []string{
 					"Access key 0 of XWidget team-a/web, managed by Crossplane",
 					"Access key 1 of XWidget team-a/web, managed by Crossplane",
@@ -357,16 +365,16 @@ func wantNSSecret(data map[string]any) map[string]any {
 // The desired cluster-scoped Widget of legacyXR under policyInput.
 func wantLegacyWidget() map[string]any {
 	return map[string]any{
-		"apiVersion": "widget.widgetco.io/v1alpha1",
+		"apiVersion": "widget.widgetco.io/v1beta1",
 		"kind":       "Widget",
 		"metadata":   map[string]any{"labels": map[string]any{"fn.widgetco.io/component": "widget"}},
 		"spec": map[string]any{
 			"forProvider": map[string]any{
 				"size":        "small",
-				"region":      "eu-west-1",
 				"labels":      map[string]any{"managed-by": "crossplane", "team": "checkout"},
 				"description": "WidgetClaim team-b/web, managed by Crossplane",
 			},
+			"initProvider":      map[string]any{"region": "eu-west-1"},
 			"providerConfigRef": map[string]any{"name": "default"},
 		},
 	}
@@ -375,7 +383,7 @@ func wantLegacyWidget() map[string]any {
 // The desired cluster-scoped WidgetKey of access key 0 of legacyXR.
 func wantLegacyKey() map[string]any {
 	return map[string]any{
-		"apiVersion": "widget.widgetco.io/v1alpha1",
+		"apiVersion": "widget.widgetco.io/v1beta1",
 		"kind":       "WidgetKey",
 		"spec": map[string]any{
 			"forProvider": map[string]any{
@@ -383,8 +391,8 @@ func wantLegacyKey() map[string]any {
 					"matchControllerRef": true,
 					"matchLabels":        map[string]any{"fn.widgetco.io/component": "widget"},
 				},
-				"description": "Access key 0 of WidgetClaim team-b/web, managed by Crossplane",
 			},
+			"initProvider":               map[string]any{"description": "Access key 0 of WidgetClaim team-b/web, managed by Crossplane"},
 			"providerConfigRef":          map[string]any{"name": "default"},
 			"writeConnectionSecretToRef": map[string]any{"name": "web-5t2xq-key-0", "namespace": "crossplane-system"},
 		},

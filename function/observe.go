@@ -10,7 +10,7 @@ import (
 	"github.com/crossplane/function-sdk-go/resource/composed"
 	corev1 "k8s.io/api/core/v1"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 )
 
 // observedResources are the composed resources that exist, by composition
@@ -60,7 +60,7 @@ type widgetObservation struct {
 	deleting     bool
 	ready        xpv2.Condition
 	synced       xpv2.Condition
-	atProvider   commonv1alpha1.WidgetObservation
+	atProvider   commonv1beta1.WidgetObservation
 
 	// region is the region the widget has or is being created in: once
 	// set, it cannot change.
@@ -117,7 +117,12 @@ func observeWidget(ctx context.Context, o observedResources) widgetObservation {
 	// A status the function cannot read is treated as no status yet: the
 	// widget is then not ready, and the next observation may succeed.
 	_ = r.GetValueInto("status.atProvider", &w.atProvider)
-	w.region, _ = r.GetString("spec.forProvider.region")
+	w.region, _ = r.GetString("spec.initProvider.region")
+	if w.region == "" {
+		// A Widget observed at v1alpha1, as one composed before the
+		// upgrade to v1beta1 may be, has it in spec.forProvider.
+		w.region, _ = r.GetString("spec.forProvider.region")
+	}
 	if w.region == "" {
 		w.region = w.atProvider.Region
 	}

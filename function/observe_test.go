@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 )
 
 var cmpObservation = []cmp.Option{
@@ -39,14 +39,14 @@ func TestObserveWidget(t *testing.T) {
 				externalName: "team-a-web-8k2mz",
 				ready:        xpv2.Condition{Type: "Ready", Status: corev1.ConditionFalse, Reason: "Creating"},
 				synced:       xpv2.Condition{Type: "Synced", Status: corev1.ConditionTrue, Reason: "ReconcileSuccess"},
-				atProvider:   commonv1alpha1.WidgetObservation{ID: "w-7f3c9a", State: "Provisioning", Size: "medium", Region: "us-east-1", Generation: 1},
+				atProvider:   commonv1beta1.WidgetObservation{ID: "w-7f3c9a", State: "Provisioning", Size: "medium", Region: "us-east-1", Generation: 1},
 				region:       "us-east-1",
 			},
 		},
 		"RegionFromObservation": {
 			reason: "A Widget whose spec has no region (an adopted one) should be observed in the region the Widget API reports.",
 			o: observedResources{"widget": observed(nsWidget(
-				unset("spec.forProvider.region"), set("status.atProvider.region", "eu-west-1"),
+				unset("spec.initProvider.region"), set("status.atProvider.region", "eu-west-1"),
 			), nil)},
 			want: widgetObservation{
 				exists:       true,
@@ -54,7 +54,37 @@ func TestObserveWidget(t *testing.T) {
 				externalName: "team-a-web-8k2mz",
 				ready:        xpv2.Condition{Type: "Ready", Status: corev1.ConditionFalse, Reason: "Creating"},
 				synced:       xpv2.Condition{Type: "Synced", Status: corev1.ConditionTrue, Reason: "ReconcileSuccess"},
-				atProvider:   commonv1alpha1.WidgetObservation{ID: "w-7f3c9a", State: "Provisioning", Size: "medium", Region: "eu-west-1", Generation: 1},
+				atProvider:   commonv1beta1.WidgetObservation{ID: "w-7f3c9a", State: "Provisioning", Size: "medium", Region: "eu-west-1", Generation: 1},
+				region:       "eu-west-1",
+			},
+		},
+		"RegionFromSpecBeforeObservation": {
+			reason: "A Widget the provider is still creating, whose status has no region yet, should be observed in the region its spec.initProvider asks for: the region it is being created in.",
+			o: observedResources{"widget": observed(nsWidget(
+				unset("status.atProvider"), conditions(xpCondition("Synced", "True", "ReconcileSuccess", "")),
+			), nil)},
+			want: widgetObservation{
+				exists:       true,
+				name:         "web-8k2mz",
+				externalName: "team-a-web-8k2mz",
+				ready:        xpv2.Condition{Type: "Ready", Status: corev1.ConditionUnknown},
+				synced:       xpv2.Condition{Type: "Synced", Status: corev1.ConditionTrue, Reason: "ReconcileSuccess"},
+				region:       "us-east-1",
+			},
+		},
+		"RegionFromV1alpha1Spec": {
+			reason: "A Widget observed at v1alpha1 (as Crossplane observes one it composed before the function composed v1beta1) has its region in spec.forProvider; it should be read from there.",
+			o: observedResources{"widget": observed(nsWidget(
+				set("apiVersion", "widget.m.widgetco.io/v1alpha1"),
+				unset("spec.initProvider"), set("spec.forProvider.region", "eu-west-1"),
+				unset("status.atProvider"), conditions(xpCondition("Synced", "True", "ReconcileSuccess", "")),
+			), nil)},
+			want: widgetObservation{
+				exists:       true,
+				name:         "web-8k2mz",
+				externalName: "team-a-web-8k2mz",
+				ready:        xpv2.Condition{Type: "Ready", Status: corev1.ConditionUnknown},
+				synced:       xpv2.Condition{Type: "Synced", Status: corev1.ConditionTrue, Reason: "ReconcileSuccess"},
 				region:       "eu-west-1",
 			},
 		},

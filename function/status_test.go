@@ -7,14 +7,14 @@ import (
 	"github.com/crossplane/function-sdk-go/resource/composite"
 	"github.com/google/go-cmp/cmp"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 )
 
 func TestSetStatus(t *testing.T) {
 	ready := observation{
 		widget: widgetObservation{
 			exists: true, externalName: "team-a-web", region: "us-east-1",
-			atProvider: commonv1alpha1.WidgetObservation{State: "Ready", Endpoint: "https://w", Region: "us-east-1"},
+			atProvider: commonv1beta1.WidgetObservation{State: "Ready", Endpoint: "https://w", Region: "us-east-1"},
 		},
 		keys: []keyObservation{{index: 0, exists: true, details: resource.ConnectionDetails{"key": []byte("k")}}, {index: 1}},
 	}

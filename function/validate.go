@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/function/input/v1beta1"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
@@ -176,8 +176,8 @@ func validateLabelKey(k string, p *field.Path) field.ErrorList {
 	switch {
 	case !widgetapi.ValidLabelKey(k):
 		return field.ErrorList{field.Invalid(p, shown(k), "must be 1 to 63 lowercase letters, digits, '.', '_', '-' or '/', starting and ending with a letter or digit")}
-	case strings.HasPrefix(k, commonv1alpha1.OwnershipLabelPrefix):
-		return field.ErrorList{field.Invalid(p, k, "the prefix "+commonv1alpha1.OwnershipLabelPrefix+" is reserved for the provider; use another prefix")}
+	case strings.HasPrefix(k, commonv1beta1.OwnershipLabelPrefix):
+		return field.ErrorList{field.Invalid(p, k, "the prefix "+commonv1beta1.OwnershipLabelPrefix+" is reserved for the provider; use another prefix")}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"time"
 
@@ -31,10 +32,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/widgetco/crossplane-widget/apis"
 	"github.com/widgetco/crossplane-widget/provider/internal/clients"
 	widgetcontroller "github.com/widgetco/crossplane-widget/provider/internal/controller"
+	"github.com/widgetco/crossplane-widget/provider/internal/conversionwebhook"
 	"github.com/widgetco/crossplane-widget/provider/internal/feed"
 	widgetmetrics "github.com/widgetco/crossplane-widget/provider/internal/metrics"
 	"github.com/widgetco/crossplane-widget/provider/internal/mrsetup"
@@ -74,6 +77,9 @@ type cli struct {
 	PprofBindAddress       string `default:"0" help:"Address of Go's /debug/pprof endpoints, for profiling memory and CPU ('0', the default, disables them; never expose them outside the pod)."`
 
 	APIRetries int `default:"4" help:"Attempts per idempotent Widget API request (retried on 5xx and transport errors, with backoff)."`
+
+	WebhookTLSCertDir string `env:"WEBHOOK_TLS_CERT_DIR" help:"Directory of the conversion webhook's TLS certificate (tls.crt, tls.key), which Crossplane's package runtime mounts and names here. When empty the webhook server is off, and only v1beta1, the storage version, can be used."`
+	WebhookPort       int    `default:"9443" help:"Port of the conversion webhook server: the port of the Service Crossplane creates for the provider."`
 }
 
 func main() {
@@ -106,7 +112,8 @@ func run(c *cli) error {
 		}
 	}
 	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, c.MaxReconcileRate), ctrl.Options{
-		Scheme: scheme,
+		Scheme:        scheme,
+		WebhookServer: webhookServer(c),
 		// managedFields are never read here, and are a large part of every
 		// cached object: drop them before they are cached.
 		Cache: cache.Options{SyncPeriod: &c.SyncInterval, DefaultTransform: cache.TransformStripManagedFields()},
@@ -187,6 +194,13 @@ func run(c *cli) error {
 	if err := widgetcontroller.Setup(mgr, o, d); err != nil {
 		return err
 	}
+	if c.WebhookTLSCertDir != "" {
+		if err := conversionwebhook.Setup(mgr); err != nil {
+			return err
+		}
+	} else {
+		log.Info("Conversion webhook off (no WEBHOOK_TLS_CERT_DIR): requests for v1alpha1 Widgets and WidgetKeys will fail")
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("cannot add health check: %w", err)
 	}
@@ -195,6 +209,19 @@ func run(c *cli) error {
 	}
 	log.Info("Starting provider-widget", "version", version, "poll-interval", c.PollInterval.String(), "change-feed", c.ChangeFeed, "max-reconcile-rate", c.MaxReconcileRate)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// webhookServer serves the conversion webhook over TLS 1.3 with the
+// certificate Crossplane's package runtime provides; nil without one.
+func webhookServer(c *cli) webhook.Server {
+	if c.WebhookTLSCertDir == "" {
+		return nil
+	}
+	return webhook.NewServer(webhook.Options{
+		Port:    c.WebhookPort,
+		CertDir: c.WebhookTLSCertDir,
+		TLSOpts: []func(*tls.Config){func(t *tls.Config) { t.MinVersion = tls.VersionTLS13 }},
+	})
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

@@ -21,8 +21,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
-	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
+	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
@@ -128,9 +128,9 @@ func runDrift(t *testing.T, k *kubeEnv, bin string, run, n int, feed bool, poll 
 	go watchReady(watchCtx, t, k.kube, ns, n, readyAt, &mu, allReady)
 	t0 := time.Now()
 	createAll(t, k.kube, n, driftWorkers, func(i int) client.Object {
-		w := &nsv1alpha1.Widget{
+		w := &nsv1beta1.Widget{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("w-%05d", i)},
-			Spec: nsv1alpha1.WidgetSpec{ForProvider: commonv1alpha1.WidgetParameters{
+			Spec: nsv1beta1.WidgetSpec{ForProvider: commonv1beta1.WidgetParameters{
 				Size: ptr.To(driftDesired), Labels: map[string]string{"team": "a"},
 			}},
 		}
@@ -149,7 +149,7 @@ func runDrift(t *testing.T, k *kubeEnv, bin string, run, n int, feed bool, poll 
 	cancelWatch()
 
 	// Which widget each Widget manages.
-	l := &nsv1alpha1.WidgetList{}
+	l := &nsv1beta1.WidgetList{}
 	if err := k.kube.List(ctx, l, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func runDrift(t *testing.T, k *kubeEnv, bin string, run, n int, feed bool, poll 
 // notReady counts the Widgets in ns that are not Ready=True.
 func notReady(t *testing.T, k *kubeEnv, ns string) int {
 	t.Helper()
-	l := &nsv1alpha1.WidgetList{}
+	l := &nsv1beta1.WidgetList{}
 	if err := k.kube.List(context.Background(), l, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +431,7 @@ func (s provSnap) minus(o provSnap) provSnap {
 // workers and its rate limit retrying them. It returns how many there were.
 func removeLeftoverWidgets(t *testing.T, k *kubeEnv) int {
 	t.Helper()
-	l := &nsv1alpha1.WidgetList{}
+	l := &nsv1beta1.WidgetList{}
 	if err := k.kube.List(context.Background(), l); err != nil {
 		t.Fatal(err)
 	}

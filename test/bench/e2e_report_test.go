@@ -33,7 +33,7 @@ func e2eMarkdown(t *testing.T, b *bench, e *e2eEnv, rs []*e2eRun) string {
 		w("kube-controller-manager (garbage\ncollector and namespace controllers), ")
 	}
 	w("Crossplane core v2.4.2 outside a cluster with its default flags\n")
-	w("(`core start --package-runtime=External --webhook-enabled=false` plus cache, TLS and port flags; no\n")
+	w("(`core start --package-runtime=Deployment` with its webhooks, plus cache, TLS and port flags; no\n")
 	w("`--debug`)%s, and provider-widget and function-widget installed through Crossplane's package manager from\n", flagsNote("WIDGET_BENCH_E2E_CORE_ARGS", "and"))
 	w("%s, their runtimes played by the harness: the binaries of the working tree (`go build`) with\n", pkgNames(e.pkgs))
 	w("default flags apart from metrics and health addresses (no `--debug`)%s. The XWidget APIs and ProviderConfigs\n", flagsNote("WIDGET_BENCH_E2E_PROVIDER_ARGS", ", the provider"))

@@ -30,8 +30,8 @@ const (
 var (
 	gvkClaim     = schema.GroupVersionKind{Group: "legacy.platform.widgetco.io", Version: "v1alpha1", Kind: "WidgetClaim"}
 	gvkLegacyXR  = schema.GroupVersionKind{Group: "legacy.platform.widgetco.io", Version: "v1alpha1", Kind: "XWidget"}
-	gvkWidget    = schema.GroupVersionKind{Group: "widget.widgetco.io", Version: "v1alpha1", Kind: "Widget"}
-	gvkWidgetKey = schema.GroupVersionKind{Group: "widget.widgetco.io", Version: "v1alpha1", Kind: "WidgetKey"}
+	gvkWidget    = schema.GroupVersionKind{Group: "widget.widgetco.io", Version: "v1beta1", Kind: "Widget"}
+	gvkWidgetKey = schema.GroupVersionKind{Group: "widget.widgetco.io", Version: "v1beta1", Kind: "WidgetKey"}
 )
 
 // The stages of a claim, in order, from its create request to Ready.

@@ -127,13 +127,13 @@ func observedState(keys int, ready bool) *fnv1.State {
 	}
 	readyConds := []any{xpCond("Ready", "True", "Available", ""), xpCond("Synced", "True", "ReconcileSuccess", "")}
 	obs := map[string]*fnv1.Resource{"widget": {Resource: mustStruct(map[string]any{
-		"apiVersion": "widget.m.widgetco.io/v1alpha1",
+		"apiVersion": "widget.m.widgetco.io/v1beta1",
 		"kind":       "Widget",
 		"metadata": map[string]any{"name": fnWidgetName, "namespace": fnXRNamespace, "annotations": map[string]any{
 			"crossplane.io/composition-resource-name": "widget",
 			"crossplane.io/external-name":             fnWidgetExternalName,
 		}},
-		"spec": map[string]any{"forProvider": map[string]any{"size": "medium", "region": "us-east-1"}},
+		"spec": map[string]any{"forProvider": map[string]any{"size": "medium"}, "initProvider": map[string]any{"region": "us-east-1"}},
 		"status": map[string]any{
 			"atProvider": map[string]any{"id": "w-7f3c9a", "state": "Ready", "endpoint": fnEndpoint, "size": "medium", "region": "us-east-1", "generation": 1},
 			"conditions": readyConds,
@@ -145,7 +145,7 @@ func observedState(keys int, ready bool) *fnv1.State {
 		name := fmt.Sprintf("web-k%04d", i)
 		obs[rn] = &fnv1.Resource{
 			Resource: mustStruct(map[string]any{
-				"apiVersion": "widget.m.widgetco.io/v1alpha1",
+				"apiVersion": "widget.m.widgetco.io/v1beta1",
 				"kind":       "WidgetKey",
 				"metadata":   map[string]any{"name": name, "namespace": fnXRNamespace, "annotations": map[string]any{"crossplane.io/composition-resource-name": rn}},
 				"spec":       map[string]any{"forProvider": map[string]any{"widgetName": fnWidgetExternalName}},
@@ -236,23 +236,24 @@ func ptResources(keys int) map[string]any {
 	resources := []any{map[string]any{
 		"name": "widget",
 		"base": map[string]any{
-			"apiVersion": "widget.m.widgetco.io/v1alpha1",
+			"apiVersion": "widget.m.widgetco.io/v1beta1",
 			"kind":       "Widget",
 			"metadata":   map[string]any{"labels": map[string]any{"fn.widgetco.io/component": "widget"}},
 			"spec": map[string]any{
 				"providerConfigRef": providerConfig,
-				"forProvider":       map[string]any{"size": "small", "region": "us-east-1", "labels": map[string]any{"managed-by": "crossplane"}},
+				"forProvider":       map[string]any{"size": "small", "labels": map[string]any{"managed-by": "crossplane"}},
+				"initProvider":      map[string]any{"region": "us-east-1"},
 			},
 		},
 		"patches": []any{
 			from("spec.size", "spec.forProvider.size"),
-			from("spec.region", "spec.forProvider.region"),
+			from("spec.region", "spec.initProvider.region"),
 			func() map[string]any {
 				p := from("spec.labels", "spec.forProvider.labels")
 				p["policy"] = map[string]any{"toFieldPath": "ForceMergeObjects"} // the XR's labels win
 				return p
 			}(),
-			combine("XWidget %s/%s, managed by Crossplane", "spec.forProvider.description", "metadata.namespace", "metadata.name"),
+			combine("XWidget %s/%s, managed by Crossplane", "spec.initProvider.description", "metadata.namespace", "metadata.name"),
 			from("spec.description", "spec.forProvider.description"),
 			to("status.atProvider.endpoint", "status.endpoint"),
 			to("status.atProvider.state", "status.widgetState"),
@@ -271,13 +272,13 @@ func ptResources(keys int) map[string]any {
 		resources = append(resources, map[string]any{
 			"name": fmt.Sprintf("key-%d", i),
 			"base": map[string]any{
-				"apiVersion": "widget.m.widgetco.io/v1alpha1",
+				"apiVersion": "widget.m.widgetco.io/v1beta1",
 				"kind":       "WidgetKey",
 				"spec":       map[string]any{"providerConfigRef": providerConfig},
 			},
 			"patches": []any{
 				widgetName,
-				combine(fmt.Sprintf("Access key %d of XWidget %%s/%%s, managed by Crossplane", i), "spec.forProvider.description", "metadata.namespace", "metadata.name"),
+				combine(fmt.Sprintf("Access key %d of XWidget %%s/%%s, managed by Crossplane", i), "spec.initProvider.description", "metadata.namespace", "metadata.name"),
 				from("metadata.name", "spec.writeConnectionSecretToRef.name", format(fmt.Sprintf("%%s-key-%d", i))),
 			},
 			"connectionDetails": []any{

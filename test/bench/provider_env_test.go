@@ -23,6 +23,7 @@ import (
 	"github.com/widgetco/crossplane-widget/apis"
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/test/lib/kube"
 	"github.com/widgetco/crossplane-widget/test/lib/proc"
 )
@@ -196,7 +197,7 @@ func createAll(t *testing.T, kube client.Client, n, workers int, mk func(i int) 
 // watchReady records when each Widget in ns is first seen Ready=True and
 // closes done when n are.
 func watchReady(ctx context.Context, t *testing.T, kube client.WithWatch, ns string, n int, readyAt map[string]time.Time, mu *sync.Mutex, done chan struct{}) {
-	see := func(w *nsv1alpha1.Widget) {
+	see := func(w *nsv1beta1.Widget) {
 		if w.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue {
 			return
 		}
@@ -212,7 +213,7 @@ func watchReady(ctx context.Context, t *testing.T, kube client.WithWatch, ns str
 		}
 	}
 	for ctx.Err() == nil {
-		l := &nsv1alpha1.WidgetList{}
+		l := &nsv1beta1.WidgetList{}
 		if err := kube.List(ctx, l, client.InNamespace(ns)); err != nil {
 			if ctx.Err() == nil {
 				t.Logf("cannot list Widgets: %v", err)
@@ -223,12 +224,12 @@ func watchReady(ctx context.Context, t *testing.T, kube client.WithWatch, ns str
 		for i := range l.Items {
 			see(&l.Items[i])
 		}
-		wi, err := kube.Watch(ctx, &nsv1alpha1.WidgetList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.ResourceVersion}})
+		wi, err := kube.Watch(ctx, &nsv1beta1.WidgetList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.ResourceVersion}})
 		if err != nil {
 			continue
 		}
 		for ev := range wi.ResultChan() {
-			if w, ok := ev.Object.(*nsv1alpha1.Widget); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
+			if w, ok := ev.Object.(*nsv1beta1.Widget); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
 				see(w)
 			}
 		}
@@ -243,7 +244,7 @@ func watchReady(ctx context.Context, t *testing.T, kube client.WithWatch, ns str
 func cleanup(t *testing.T, k *kubeEnv, ns string, workers int) {
 	t.Helper()
 	ctx := context.Background()
-	l := &nsv1alpha1.WidgetList{}
+	l := &nsv1beta1.WidgetList{}
 	if err := k.kube.List(ctx, l, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +270,7 @@ func cleanup(t *testing.T, k *kubeEnv, ns string, workers int) {
 	}
 	close(work)
 	wg.Wait()
-	for _, o := range []client.Object{&nsv1alpha1.Widget{}, &nsv1alpha1.ProviderConfigUsage{}, &nsv1alpha1.ProviderConfig{}} {
+	for _, o := range []client.Object{&nsv1beta1.Widget{}, &nsv1alpha1.ProviderConfigUsage{}, &nsv1alpha1.ProviderConfig{}} {
 		if err := k.kube.DeleteAllOf(ctx, o, client.InNamespace(ns)); err != nil {
 			t.Errorf("cannot delete the run's %T objects: %v", o, err)
 		}

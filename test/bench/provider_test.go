@@ -20,8 +20,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
-	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
+	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
@@ -298,17 +298,19 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 
 	var sent map[string]time.Time
 	sent, r.createFor = createAll(t, k.kube, n, o.workers, func(i int) client.Object {
-		w := &nsv1alpha1.Widget{
+		w := &nsv1beta1.Widget{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("w-%05d", i)},
-			Spec: nsv1alpha1.WidgetSpec{ForProvider: commonv1alpha1.WidgetParameters{
+			Spec: nsv1beta1.WidgetSpec{
 				// As function-widget composes them: every field set, so
 				// nothing is late-initialized.
-				Size: ptr.To("medium"), Region: ptr.To("us-east-1"), Labels: map[string]string{"team": "a"},
-			}},
+				ForProvider:  commonv1beta1.WidgetParameters{Size: ptr.To("medium"), Labels: map[string]string{"team": "a"}},
+				InitProvider: commonv1beta1.WidgetInitParameters{Region: ptr.To("us-east-1")},
+			},
 		}
 		w.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}
 		if o.importing {
-			w.Spec.ForProvider = commonv1alpha1.WidgetParameters{}
+			w.Spec.ForProvider = commonv1beta1.WidgetParameters{}
+			w.Spec.InitProvider = commonv1beta1.WidgetInitParameters{}
 			w.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
 			meta.SetExternalName(w, importName(i))
 		}

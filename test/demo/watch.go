@@ -162,10 +162,10 @@ func (w *watcher) composed(ctx context.Context) []*unstructured.UnstructuredList
 			l := &unstructured.UnstructuredList{}
 			var opts []client.ListOption
 			if o.GetKind() == "WidgetClaim" {
-				l.SetAPIVersion("widget.widgetco.io/v1alpha1")
+				l.SetAPIVersion("widget.widgetco.io/v1beta1")
 				opts = append(opts, client.MatchingLabels{"crossplane.io/claim-namespace": o.GetNamespace(), "crossplane.io/claim-name": o.GetName()})
 			} else {
-				l.SetAPIVersion("widget.m.widgetco.io/v1alpha1")
+				l.SetAPIVersion("widget.m.widgetco.io/v1beta1")
 				opts = append(opts, client.InNamespace(o.GetNamespace()), client.MatchingLabels{"crossplane.io/composite": o.GetName()})
 			}
 			l.SetKind(kind)

@@ -15,8 +15,8 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
-	"github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
-	mv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	v1beta1 "github.com/widgetco/crossplane-widget/apis/cluster/v1beta1"
+	mv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 )
 
@@ -98,9 +98,9 @@ func TestAppTeamAccess(t *testing.T) {
 
 	// Forbidden: everything else.
 	otherXR := s.xwidget("not-alices", map[string]any{"keys": int64(0)})
-	mr := &mv1alpha1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: teamNamespace, Name: "alice-raw"}}
+	mr := &mv1beta1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: teamNamespace, Name: "alice-raw"}}
 	mr.Spec.ForProvider.Size = ptr.To("small")
-	clusterMR := &v1alpha1.Widget{ObjectMeta: metav1.ObjectMeta{Name: "alice-raw"}}
+	clusterMR := &v1beta1.Widget{ObjectMeta: metav1.ObjectMeta{Name: "alice-raw"}}
 	clusterMR.Spec.ForProvider.Size = ptr.To("small")
 	legacyXR := &unstructured.Unstructured{}
 	legacyXR.SetAPIVersion(claimAPIVersion)
@@ -116,7 +116,7 @@ func TestAppTeamAccess(t *testing.T) {
 	cpc.SetAPIVersion("widget.m.widgetco.io/v1alpha1")
 	cpc.SetKind("ClusterProviderConfig")
 	cpc.SetName("default")
-	mrList := &mv1alpha1.WidgetList{}
+	mrList := &mv1beta1.WidgetList{}
 	for what, call := range map[string]func() error{
 		"create a namespaced Widget (a managed resource) in team-a": func() error { return alice.Create(s.ctx, mr) },
 		"create a cluster-scoped Widget":                            func() error { return alice.Create(s.ctx, clusterMR) },

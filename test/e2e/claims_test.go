@@ -12,8 +12,8 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
-	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
-	namespacedv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	clusterv1beta1 "github.com/widgetco/crossplane-widget/apis/cluster/v1beta1"
+	namespacedv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
@@ -80,7 +80,7 @@ func TestXWidgetReady(t *testing.T) {
 	s.checkConnectionDetails(data, w, 2)
 
 	// The managed resources are namespaced, in the XWidget's namespace.
-	l := &namespacedv1alpha1.WidgetList{}
+	l := &namespacedv1beta1.WidgetList{}
 	if err := suite.kube.List(s.ctx, l, client.InNamespace(s.ns), client.MatchingLabels{"crossplane.io/composite": xr.GetName()}); err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestInvalidClaim(t *testing.T) {
 	if ws, err := s.scenarioWidgets(); err != nil || len(ws) != 0 {
 		t.Errorf("Widget API holds %d widgets for the invalid claim (error %v), want none", len(ws), err)
 	}
-	mrs := &clusterv1alpha1.WidgetList{}
+	mrs := &clusterv1beta1.WidgetList{}
 	if err := suite.kube.List(s.ctx, mrs, client.MatchingLabels{"crossplane.io/claim-namespace": s.ns}); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestDeleteClaimAndXWidget(t *testing.T) {
 		t.Fatalf("the claim's XWidget %s has no spec.writeConnectionSecretToRef", ref)
 	}
 	secrets := []client.Object{xrSecretRef}
-	keyMRs := &clusterv1alpha1.WidgetKeyList{}
+	keyMRs := &clusterv1beta1.WidgetKeyList{}
 	if err := suite.kube.List(s.ctx, keyMRs, client.MatchingLabels{"crossplane.io/claim-namespace": s.ns}); err != nil {
 		t.Fatal(err)
 	}
@@ -269,13 +269,13 @@ func TestDeleteClaimAndXWidget(t *testing.T) {
 // of its connection Secrets exist.
 func (s *scenario) noLeftovers(secrets ...string) error {
 	left := []string{}
-	for _, l := range []client.ObjectList{&namespacedv1alpha1.WidgetList{}, &namespacedv1alpha1.WidgetKeyList{}} {
+	for _, l := range []client.ObjectList{&namespacedv1beta1.WidgetList{}, &namespacedv1beta1.WidgetKeyList{}} {
 		if err := suite.kube.List(s.ctx, l, client.InNamespace(s.ns)); err != nil {
 			return err
 		}
 		left = append(left, names(l)...)
 	}
-	for _, l := range []client.ObjectList{&clusterv1alpha1.WidgetList{}, &clusterv1alpha1.WidgetKeyList{}} {
+	for _, l := range []client.ObjectList{&clusterv1beta1.WidgetList{}, &clusterv1beta1.WidgetKeyList{}} {
 		if err := suite.kube.List(s.ctx, l, client.MatchingLabels{"crossplane.io/claim-namespace": s.ns}); err != nil {
 			return err
 		}
@@ -306,19 +306,19 @@ func secretRef(obj map[string]any) *corev1.Secret {
 func names(l client.ObjectList) []string {
 	var out []string
 	switch tl := l.(type) {
-	case *namespacedv1alpha1.WidgetList:
+	case *namespacedv1beta1.WidgetList:
 		for _, i := range tl.Items {
 			out = append(out, "Widget "+i.Namespace+"/"+i.Name)
 		}
-	case *namespacedv1alpha1.WidgetKeyList:
+	case *namespacedv1beta1.WidgetKeyList:
 		for _, i := range tl.Items {
 			out = append(out, "WidgetKey "+i.Namespace+"/"+i.Name)
 		}
-	case *clusterv1alpha1.WidgetList:
+	case *clusterv1beta1.WidgetList:
 		for _, i := range tl.Items {
 			out = append(out, "Widget "+i.Name)
 		}
-	case *clusterv1alpha1.WidgetKeyList:
+	case *clusterv1beta1.WidgetKeyList:
 		for _, i := range tl.Items {
 			out = append(out, "WidgetKey "+i.Name)
 		}

@@ -16,14 +16,14 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
-	namespacedv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
+	namespacedv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
 // ownerLabel is the label the provider marks the widgets it manages with.
-const ownerLabel = commonv1alpha1.OwnershipLabelPrefix + "owner"
+const ownerLabel = commonv1beta1.OwnershipLabelPrefix + "owner"
 
 // driftRounds is how many out-of-band changes TestDriftRepair makes.
 const driftRounds = 3
@@ -96,15 +96,15 @@ func TestAdoption(t *testing.T) {
 		t.Fatalf("cannot create widget %s in the Widget API: %v", name, err)
 	}
 
-	mr := &namespacedv1alpha1.Widget{
+	mr := &namespacedv1beta1.Widget{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "adopted", Annotations: map[string]string{"crossplane.io/external-name": name}},
-		Spec: namespacedv1alpha1.WidgetSpec{
+		Spec: namespacedv1beta1.WidgetSpec{
 			ManagedResourceSpec: xpv2.ManagedResourceSpec{ProviderConfigReference: &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"}},
-			ForProvider: commonv1alpha1.WidgetParameters{
+			ForProvider: commonv1beta1.WidgetParameters{
 				Size:   ptr.To(widgetapi.SizeMedium),
-				Region: ptr.To("us-east-1"),
 				Labels: map[string]string{labelScenario: s.ns, "team": "adopters"},
 			},
+			InitProvider: commonv1beta1.WidgetInitParameters{Region: ptr.To("us-east-1")},
 		},
 	}
 	s.create(mr)
@@ -160,14 +160,17 @@ func TestObserveOnlyImport(t *testing.T) {
 	u.SetAnnotations(ann)
 	s.create(u)
 
-	mr := &namespacedv1alpha1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: u.GetName()}}
+	mr := &namespacedv1beta1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: u.GetName()}}
 	s.eventually("imported Widget Ready", func() error { return s.managedReady(mr) })
 	if mr.Status.AtProvider.ID != before.ID {
 		t.Errorf("status.atProvider.id = %q, want the widget's %q", mr.Status.AtProvider.ID, before.ID)
 	}
 	fp := mr.Spec.ForProvider
-	if ptr.Deref(fp.Size, "") != widgetapi.SizeLarge || ptr.Deref(fp.Region, "") != "eu-west-1" || fp.Labels["app"] != "legacy" {
-		t.Errorf("spec.forProvider = size %q region %q labels %v, want it late-initialized from the widget (large, eu-west-1, app=legacy)", ptr.Deref(fp.Size, ""), ptr.Deref(fp.Region, ""), fp.Labels)
+	if ptr.Deref(fp.Size, "") != widgetapi.SizeLarge || fp.Labels["app"] != "legacy" {
+		t.Errorf("spec.forProvider = size %q labels %v, want it late-initialized from the widget (large, app=legacy)", ptr.Deref(fp.Size, ""), fp.Labels)
+	}
+	if mr.Status.AtProvider.Region != "eu-west-1" || mr.Spec.InitProvider.Region != nil {
+		t.Errorf("status.atProvider.region = %q, spec.initProvider.region = %v; want eu-west-1 observed and the create-only region left unset", mr.Status.AtProvider.Region, mr.Spec.InitProvider.Region)
 	}
 	w, err := s.apiWidget(name)
 	if err != nil {
@@ -216,7 +219,7 @@ func TestObserveOnlyImport(t *testing.T) {
 }
 
 // upToDate checks the import review condition UpToDate of mr.
-func (s *scenario) upToDate(mr *namespacedv1alpha1.Widget, status corev1.ConditionStatus, reason, msg string) error {
+func (s *scenario) upToDate(mr *namespacedv1beta1.Widget, status corev1.ConditionStatus, reason, msg string) error {
 	if err := s.get(mr); err != nil {
 		return err
 	}
@@ -228,9 +231,9 @@ func (s *scenario) upToDate(mr *namespacedv1alpha1.Widget, status corev1.Conditi
 }
 
 // composedWidget returns the namespaced Widget an XWidget composed.
-func (s *scenario) composedWidget(xr *unstructured.Unstructured) *namespacedv1alpha1.Widget {
+func (s *scenario) composedWidget(xr *unstructured.Unstructured) *namespacedv1beta1.Widget {
 	s.t.Helper()
-	l := &namespacedv1alpha1.WidgetList{}
+	l := &namespacedv1beta1.WidgetList{}
 	if err := suite.kube.List(s.ctx, l, client.InNamespace(xr.GetNamespace()), client.MatchingLabels{"crossplane.io/composite": xr.GetName()}); err != nil {
 		s.t.Fatal(err)
 	}
@@ -241,7 +244,7 @@ func (s *scenario) composedWidget(xr *unstructured.Unstructured) *namespacedv1al
 }
 
 // managedReady refreshes mr and returns nil when it is Synced and Ready.
-func (s *scenario) managedReady(mr *namespacedv1alpha1.Widget) error {
+func (s *scenario) managedReady(mr *namespacedv1beta1.Widget) error {
 	if err := s.get(mr); err != nil {
 		return err
 	}

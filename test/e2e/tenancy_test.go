@@ -17,8 +17,8 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
-	namespacedv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
+	namespacedv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/test/harness"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 	"github.com/widgetco/crossplane-widget/widgetapi"
@@ -50,13 +50,14 @@ func TestHostileTenant(t *testing.T) {
 	// Team b, the normal way: a Widget and a WidgetKey that references it.
 	w := b.widgetMR("prize", prizeWidget, false)
 	w.Labels = map[string]string{"app": "prize"}
-	w.Spec.ForProvider = commonv1alpha1.WidgetParameters{
-		Size: ptr.To(widgetapi.SizeSmall), Region: ptr.To("us-east-1"),
+	w.Spec.ForProvider = commonv1beta1.WidgetParameters{
+		Size:        ptr.To(widgetapi.SizeSmall),
 		Labels:      map[string]string{labelScenario: b.ns, "team": prizeLabel},
 		Description: ptr.To(prizeDescription),
 	}
-	k := b.keyMR("ci", prizeKey, "ci-key", namespacedv1alpha1.WidgetKeyParameters{WidgetNameRef: &xpv2.NamespacedReference{Name: w.Name}})
-	k.Spec.ForProvider.Description = ptr.To(prizeKeyDesc)
+	w.Spec.InitProvider = commonv1beta1.WidgetInitParameters{Region: ptr.To("us-east-1")}
+	k := b.keyMR("ci", prizeKey, "ci-key", namespacedv1beta1.WidgetKeyParameters{WidgetNameRef: &xpv2.NamespacedReference{Name: w.Name}})
+	k.Spec.InitProvider.Description = ptr.To(prizeKeyDesc)
 	b.create(w, k)
 	b.eventually("team b's Widget and WidgetKey Ready", func() error {
 		if err := b.ready(w); err != nil {
@@ -88,28 +89,29 @@ func TestHostileTenant(t *testing.T) {
 	imported := a.widgetMR("import", unowned, true)
 
 	// (a) A key on team b's widget. (b) Team b's key, by its name.
-	keyOnPrize := a.keyMR("steal-key", "", "stolen-key", namespacedv1alpha1.WidgetKeyParameters{WidgetName: ptr.To(prizeWidget)})
-	hijack := a.keyMR("hijack-key", prizeKey, "hijacked-key", namespacedv1alpha1.WidgetKeyParameters{WidgetName: ptr.To(prizeWidget)})
+	keyOnPrize := a.keyMR("steal-key", "", "stolen-key", namespacedv1beta1.WidgetKeyParameters{WidgetName: ptr.To(prizeWidget)})
+	hijack := a.keyMR("hijack-key", prizeKey, "hijacked-key", namespacedv1beta1.WidgetKeyParameters{WidgetName: ptr.To(prizeWidget)})
 	// (c) A reference into team b's namespace that admission cannot see:
 	// with a selector present, widgetNameRef.namespace is allowed, because
 	// Crossplane sets it itself when it resolves a selector.
-	refAndSelector := a.keyMR("ref-and-selector", "", "", namespacedv1alpha1.WidgetKeyParameters{
+	refAndSelector := a.keyMR("ref-and-selector", "", "", namespacedv1beta1.WidgetKeyParameters{
 		WidgetNameRef:      &xpv2.NamespacedReference{Name: w.Name, Namespace: b.ns},
 		WidgetNameSelector: &xpv2.NamespacedSelector{MatchLabels: map[string]string{"app": "none"}},
 	})
 	// (d) Observe-only import of team b's widget. (e) Take-over.
 	peek := a.widgetMR("peek", prizeWidget, true)
 	takeover := a.widgetMR("take-over", prizeWidget, false)
+	takeover.Spec.ForProvider.Size = ptr.To(widgetapi.SizeLarge)
 	a.create(imported, keyOnPrize, hijack, refAndSelector, peek, takeover)
 
 	// (c) Cross-namespace references, refused at admission.
 	var admission []string
 	for name, tc := range map[string]struct {
-		p    namespacedv1alpha1.WidgetKeyParameters
+		p    namespacedv1beta1.WidgetKeyParameters
 		want string
 	}{
-		"by-ref":      {p: namespacedv1alpha1.WidgetKeyParameters{WidgetNameRef: &xpv2.NamespacedReference{Name: w.Name, Namespace: b.ns}}, want: "widgetNameRef.namespace must not be set: a WidgetKey can reference only Widgets in its own namespace"},
-		"by-selector": {p: namespacedv1alpha1.WidgetKeyParameters{WidgetNameSelector: &xpv2.NamespacedSelector{MatchLabels: map[string]string{"app": "prize"}, Namespace: b.ns}}, want: "widgetNameSelector.namespace must not be set: a WidgetKey can select only Widgets in its own namespace"},
+		"by-ref":      {p: namespacedv1beta1.WidgetKeyParameters{WidgetNameRef: &xpv2.NamespacedReference{Name: w.Name, Namespace: b.ns}}, want: "widgetNameRef.namespace must not be set: a WidgetKey can reference only Widgets in its own namespace"},
+		"by-selector": {p: namespacedv1beta1.WidgetKeyParameters{WidgetNameSelector: &xpv2.NamespacedSelector{MatchLabels: map[string]string{"app": "prize"}, Namespace: b.ns}}, want: "widgetNameSelector.namespace must not be set: a WidgetKey can select only Widgets in its own namespace"},
 	} {
 		err := suite.kube.Create(a.ctx, a.keyMR(name, "", "", tc.p))
 		t.Logf("Attack (c) %s: %v", name, err)
@@ -141,16 +143,16 @@ func TestHostileTenant(t *testing.T) {
 	}
 
 	// Nothing of team b's was copied to team a.
-	for _, mr := range []*namespacedv1alpha1.Widget{peek, takeover} {
-		if diff := cmp.Diff(commonv1alpha1.WidgetObservation{}, mr.Status.AtProvider); diff != "" {
+	for _, mr := range []*namespacedv1beta1.Widget{peek, takeover} {
+		if diff := cmp.Diff(commonv1beta1.WidgetObservation{}, mr.Status.AtProvider); diff != "" {
 			t.Errorf("Widget %s/%s status.atProvider: -want, +got:\n%s", mr.Namespace, mr.Name, diff)
 		}
 	}
-	if diff := cmp.Diff(commonv1alpha1.WidgetParameters{}, peek.Spec.ForProvider); diff != "" {
+	if diff := cmp.Diff(commonv1beta1.WidgetParameters{}, peek.Spec.ForProvider); diff != "" {
 		t.Errorf("Observe-only Widget %s/%s spec.forProvider was late-initialized from team b's widget: -want, +got:\n%s", peek.Namespace, peek.Name, diff)
 	}
-	for _, mr := range []*namespacedv1alpha1.WidgetKey{keyOnPrize, hijack, refAndSelector} {
-		if diff := cmp.Diff(commonv1alpha1.WidgetKeyObservation{}, mr.Status.AtProvider); diff != "" {
+	for _, mr := range []*namespacedv1beta1.WidgetKey{keyOnPrize, hijack, refAndSelector} {
+		if diff := cmp.Diff(commonv1beta1.WidgetKeyObservation{}, mr.Status.AtProvider); diff != "" {
 			t.Errorf("WidgetKey %s/%s status.atProvider: -want, +got:\n%s", mr.Namespace, mr.Name, diff)
 		}
 	}
@@ -227,10 +229,10 @@ func (s *scenario) neighbour(suffix string) *scenario {
 // widgetMR returns a Widget in the scenario's namespace on the default
 // ClusterProviderConfig, with an external name unless it is empty, and
 // Observe-only when observe is true.
-func (s *scenario) widgetMR(name, externalName string, observe bool) *namespacedv1alpha1.Widget {
-	mr := &namespacedv1alpha1.Widget{
+func (s *scenario) widgetMR(name, externalName string, observe bool) *namespacedv1beta1.Widget {
+	mr := &namespacedv1beta1.Widget{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name},
-		Spec:       namespacedv1alpha1.WidgetSpec{ManagedResourceSpec: defaultMRSpec("")},
+		Spec:       namespacedv1beta1.WidgetSpec{ManagedResourceSpec: defaultMRSpec("")},
 	}
 	if externalName != "" {
 		mr.Annotations = map[string]string{"crossplane.io/external-name": externalName}
@@ -244,10 +246,10 @@ func (s *scenario) widgetMR(name, externalName string, observe bool) *namespaced
 // keyMR returns a WidgetKey in the scenario's namespace on the default
 // ClusterProviderConfig, with an external name and a connection Secret
 // unless they are empty.
-func (s *scenario) keyMR(name, externalName, secret string, p namespacedv1alpha1.WidgetKeyParameters) *namespacedv1alpha1.WidgetKey {
-	mr := &namespacedv1alpha1.WidgetKey{
+func (s *scenario) keyMR(name, externalName, secret string, p namespacedv1beta1.WidgetKeyParameters) *namespacedv1beta1.WidgetKey {
+	mr := &namespacedv1beta1.WidgetKey{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name},
-		Spec:       namespacedv1alpha1.WidgetKeySpec{ManagedResourceSpec: defaultMRSpec(secret), ForProvider: p},
+		Spec:       namespacedv1beta1.WidgetKeySpec{ManagedResourceSpec: defaultMRSpec(secret), ForProvider: p},
 	}
 	if externalName != "" {
 		mr.Annotations = map[string]string{"crossplane.io/external-name": externalName}
@@ -380,7 +382,7 @@ func (s *scenario) traces(p prizeState, key string) []harness.Canary {
 func (s *scenario) noTraces(traces []harness.Canary, self string) {
 	s.t.Helper()
 	all, butNamespace := harness.NewLeakScanner(traces...), harness.NewLeakScanner(traces[1:]...)
-	ws, ks, es := &namespacedv1alpha1.WidgetList{}, &namespacedv1alpha1.WidgetKeyList{}, &corev1.EventList{}
+	ws, ks, es := &namespacedv1beta1.WidgetList{}, &namespacedv1beta1.WidgetKeyList{}, &corev1.EventList{}
 	for _, l := range []client.ObjectList{ws, ks, es} {
 		if err := suite.kube.List(s.ctx, l, client.InNamespace(s.ns)); err != nil {
 			s.t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -39,10 +40,27 @@ const (
 	// ClientTLSSecret holds the client certificate (tls.crt, tls.key,
 	// ca.crt) core presents to functions.
 	ClientTLSSecret = "crossplane-tls-client"
-	// ServerTLSSecret would hold core's webhook certificate; webhooks are
-	// off, so init does not create it.
+	// ServerTLSSecret holds the certificate of core's webhook server
+	// (tls.crt, tls.key, ca.crt) for WebhookService's DNS names. Its tls.crt
+	// is also the caBundle of core's webhook configurations.
 	ServerTLSSecret = "crossplane-tls-server"
 )
+
+// Core's webhooks, as the Helm chart (webhooks.enabled=true, the default)
+// sets them up: `core init` points core's ValidatingWebhookConfigurations at
+// this Service and issues ServerTLSSecret for its DNS names.
+const (
+	// WebhookService is the Service in Crossplane's namespace in front of
+	// core's webhook server.
+	WebhookService = "crossplane-webhooks"
+	// WebhookPort is the port of WebhookService (and, in a cluster, of
+	// core's container).
+	WebhookPort = 9443
+)
+
+// coreLabels are the labels of core's pod in the Helm chart, which
+// WebhookService selects.
+var coreLabels = map[string]string{"app": "crossplane", "release": "crossplane"}
 
 // coreInitAttempts is how often `core init` is tried: its first run can race
 // the Lock CRD it just created ("no matches for kind Lock").
@@ -61,6 +79,10 @@ func (h *Harness) startCrossplane(ctx context.Context) error {
 		return errors.Wrap(err, "cannot create Crossplane service account")
 	}
 
+	if err := h.createWebhookService(ctx); err != nil {
+		return err
+	}
+
 	if err := h.crossplaneIdentities(ctx); err != nil {
 		return err
 	}
@@ -72,14 +94,15 @@ func (h *Harness) startCrossplane(ctx context.Context) error {
 	h.log.Info("crossplane core init done", "duration", since(t))
 
 	// Core presents the client certificate init generated when it calls
-	// functions; it reads it from a directory, as if the Secret were mounted.
+	// functions, and serves its webhooks with the server certificate; it
+	// reads each from a directory, as if the Secret were mounted.
 	clientDir := filepath.Join(h.dir, "tls", "core-client")
-	s := &corev1.Secret{}
-	if err := h.kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: ClientTLSSecret}, s); err != nil {
-		return errors.Wrap(err, "cannot get Crossplane's client TLS Secret")
+	if err := h.secretToTLSDir(ctx, ClientTLSSecret, clientDir); err != nil {
+		return err
 	}
-	if err := writeTLSDir(clientDir, s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey], s.Data["ca.crt"]); err != nil {
-		return errors.Wrap(err, "cannot write Crossplane's client TLS certificates")
+	serverDir := filepath.Join(h.dir, "tls", "core-server")
+	if err := h.secretToTLSDir(ctx, ServerTLSSecret, serverDir); err != nil {
+		return err
 	}
 
 	t = time.Now()
@@ -90,6 +113,17 @@ func (h *Harness) startCrossplane(ctx context.Context) error {
 	if h.coreHealthPort, err = proc.FreePort(); err != nil {
 		return err
 	}
+	if h.coreWebhookPort, err = proc.FreePort(); err != nil {
+		return err
+	}
+	// The node forwards WebhookService's ClusterIP to core's webhook
+	// server, as kube-proxy forwards it to core's pod in a cluster.
+	h.node.addHostEndpoint(hostEndpoint{
+		name:   "crossplane",
+		labels: coreLabels,
+		ports:  []corev1.ContainerPort{{Name: "webhooks", ContainerPort: WebhookPort}},
+		addrs:  map[int]string{WebhookPort: net.JoinHostPort("127.0.0.1", strconv.Itoa(h.coreWebhookPort))},
+	})
 	// Core resolves the DNS names of functions' Services (dns:///<fn>.<ns>:9443)
 	// through the node's hosts file, bind-mounted over /etc/hosts in a mount
 	// namespace of core's own.
@@ -98,10 +132,11 @@ func (h *Harness) startCrossplane(ctx context.Context) error {
 		"sh", "-c", `mount --bind "$0" /etc/hosts && exec "$@"`, h.node.hosts,
 		h.tools.Crossplane, "core", "start",
 		"--package-runtime=Deployment",
-		"--webhook-enabled=false",
 		"--xpkg-cache-dir=" + filepath.Join(h.dir, "cache", "xpkg"),
 		"--xfn-cache-dir=" + filepath.Join(h.dir, "cache", "xfn"),
 		"--tls-client-certs-dir=" + clientDir,
+		"--tls-server-certs-dir=" + serverDir,
+		"--webhook-port=" + strconv.Itoa(h.coreWebhookPort),
 		"--metrics-port=" + strconv.Itoa(h.coreMetricsPort),
 		"--health-probe-port=" + strconv.Itoa(h.coreHealthPort),
 	}
@@ -112,7 +147,10 @@ func (h *Harness) startCrossplane(ctx context.Context) error {
 	h.core = h.newProcess("crossplane", Command{
 		Path: "unshare",
 		Args: args,
-		Env:  []string{"TLS_CLIENT_SECRET_NAME=" + ClientTLSSecret, "LEADER_ELECTION=false", "KUBECONFIG=" + h.coreKubeconfig},
+		Env: []string{
+			"TLS_CLIENT_SECRET_NAME=" + ClientTLSSecret, "TLS_SERVER_SECRET_NAME=" + ServerTLSSecret,
+			"LEADER_ELECTION=false", "KUBECONFIG=" + h.coreKubeconfig,
+		},
 	})
 	if err := h.core.Start(); err != nil {
 		return err
@@ -120,8 +158,35 @@ func (h *Harness) startCrossplane(ctx context.Context) error {
 	if err := h.waitCoreReady(ctx); err != nil {
 		return err
 	}
-	h.log.Info("crossplane core ready", "duration", since(t), "metrics", h.CoreMetricsURL())
+	h.log.Info("crossplane core ready", "duration", since(t), "metrics", h.CoreMetricsURL(), "webhook-port", h.coreWebhookPort)
 	return nil
+}
+
+// createWebhookService creates the Service in front of core's webhook
+// server, as the Helm chart does.
+func (h *Harness) createWebhookService(ctx context.Context) error {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: h.opts.Namespace, Name: WebhookService, Labels: coreLabels},
+		Spec: corev1.ServiceSpec{
+			Selector: coreLabels,
+			Ports:    []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: WebhookPort, TargetPort: intstr.FromInt32(WebhookPort)}},
+		},
+	}
+	if err := h.kube.Create(ctx, svc); err != nil && !kerrors.IsAlreadyExists(err) {
+		return errors.Wrap(err, "cannot create Crossplane's webhook Service")
+	}
+	return nil
+}
+
+// secretToTLSDir writes the tls.crt, tls.key and ca.crt of a TLS Secret
+// `core init` filled into dir.
+func (h *Harness) secretToTLSDir(ctx context.Context, name, dir string) error {
+	s := &corev1.Secret{}
+	if err := h.kube.Get(ctx, types.NamespacedName{Namespace: h.opts.Namespace, Name: name}, s); err != nil {
+		return errors.Wrapf(err, "cannot get TLS Secret %s", name)
+	}
+	return errors.Wrapf(writeTLSDir(dir, s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey], s.Data["ca.crt"]),
+		"cannot write the certificates of TLS Secret %s", name)
 }
 
 // crossplaneIdentities decides what core and the RBAC manager run as. With
@@ -230,7 +295,7 @@ func (h *Harness) startRBACManager(ctx context.Context) error {
 
 // coreInit runs `crossplane core init`, retrying when it fails.
 func (h *Harness) coreInit(ctx context.Context) error {
-	args := []string{"core", "init", "--webhook-enabled=false"}
+	args := []string{"core", "init"}
 	for _, a := range h.opts.Activations {
 		args = append(args, "--activation="+a)
 	}
@@ -239,6 +304,10 @@ func (h *Harness) coreInit(ctx context.Context) error {
 		"POD_NAMESPACE="+h.opts.Namespace,
 		"POD_SERVICE_ACCOUNT="+DefaultServiceAccount,
 		"CRDS_PATH="+h.tools.CrossplaneCRDs,
+		"WEBHOOK_CONFIGS_PATH="+h.tools.CrossplaneWebhookConfigs,
+		"WEBHOOK_SERVICE_NAME="+WebhookService,
+		"WEBHOOK_SERVICE_NAMESPACE="+h.opts.Namespace,
+		"WEBHOOK_SERVICE_PORT="+strconv.Itoa(WebhookPort),
 		"TLS_CA_SECRET_NAME="+RootCASecret,
 		"TLS_SERVER_SECRET_NAME="+ServerTLSSecret,
 		"TLS_CLIENT_SECRET_NAME="+ClientTLSSecret,

@@ -1,23 +1,26 @@
 // Package harness runs a local Crossplane control plane for the end-to-end
 // tests and `make demo`: etcd and kube-apiserver (controller-runtime's
 // envtest, with an audit log), Crossplane core v2.4.2 with its Deployment
-// package runtime and its RBAC manager, a loopback OCI registry, optionally
-// kube-controller-manager (garbage collection) and the reference Widget API
-// server. It installs Function and Provider packages through Crossplane's
-// own package manager and plays the node that runs the Deployments
-// Crossplane creates for them: pods from the packages' images, chrooted,
-// as the user, with the environment, volumes, ServiceAccount token and
-// probes of the pod template, each in a network namespace of its own (see
-// the README for what still differs from a cluster).
+// package runtime, its webhooks (as the Helm chart runs it) and its RBAC
+// manager, a loopback OCI registry, optionally kube-controller-manager
+// (garbage collection) and the reference Widget API server. It installs
+// Function and Provider packages through Crossplane's own package manager
+// and plays the node that runs the Deployments Crossplane creates for them:
+// pods from the packages' images, chrooted, as the user, with the
+// environment, volumes, ServiceAccount token and probes of the pod
+// template, each in a network namespace of its own, and Services on their
+// ClusterIPs - including the chart's crossplane-webhooks Service, forwarded
+// to core (see the README for what still differs from a cluster).
 //
 // Everything listens on loopback addresses - except Crossplane core's
-// metrics and health-probe servers: core has flags for their ports but binds
-// them on all interfaces - and everything lives under one directory. Stop,
-// cancelling the context given to Start, or (with Options.HandleSignals)
-// SIGINT/SIGTERM tear it all down, leaving no process behind. The processes
-// the harness starts itself also die with the harness's process (Linux
-// parent-death signal); etcd and kube-apiserver, which envtest starts, do
-// not, so a harness killed with SIGKILL leaks those two.
+// metrics, health-probe and webhook servers: core has flags for their ports
+// but binds them on all interfaces - and everything lives under one
+// directory. Stop, cancelling the context given to Start, or (with
+// Options.HandleSignals) SIGINT/SIGTERM tear it all down, leaving no process
+// behind. The processes the harness starts itself also die with the
+// harness's process (Linux parent-death signal); etcd and kube-apiserver,
+// which envtest starts, do not, so a harness killed with SIGKILL leaks those
+// two.
 //
 // A typical use:
 //
@@ -141,6 +144,7 @@ type Harness struct {
 
 	coreMetricsPort int
 	coreHealthPort  int
+	coreWebhookPort int
 	logFiles        []*os.File
 
 	node *node

@@ -22,8 +22,10 @@ const (
 // TestHarness starts the whole local control plane, installs
 // function-auto-ready as a real Function package from the loopback registry,
 // proves core calls it over mTLS by running a composition pipeline, installs
-// a tiny provider package whose managed resource CRD gets served, and checks
-// that Stop leaves no process or port behind.
+// a tiny provider package whose managed resource CRD gets served and
+// converted by the provider's conversion webhook, proves core's own webhook
+// answers kube-apiserver, and checks that Stop leaves no process or port
+// behind.
 //
 // One story, told in order: one step per subtest, each a method of story.
 func TestHarness(t *testing.T) {
@@ -31,12 +33,14 @@ func TestHarness(t *testing.T) {
 	t.Run("WidgetAPIServes", s.widgetAPIServes)
 	t.Run("FunctionBecomesHealthy", s.functionBecomesHealthy)
 	t.Run("ServiceReachableByClusterIP", s.serviceReachableByClusterIP)
+	t.Run("CoreWebhookRefusesDeletingInUse", s.coreWebhookRefusesDeletingInUse)
 	if s.fn == nil {
 		t.FailNow()
 	}
 	t.Run("CoreRunsPipelineOverTLS", s.coreRunsPipelineOverTLS)
 	t.Run("FunctionCrashIsReportedAndRecovered", s.functionCrashIsReportedAndRecovered)
 	t.Run("ProviderSmoke", s.providerSmoke)
+	t.Run("ProviderConversionWebhook", s.providerConversionWebhook)
 	t.Run("GarbageCollection", s.garbageCollection)
 	t.Run("DumpDiagnostics", s.dumpDiagnostics)
 	s.checkTeardown(t)

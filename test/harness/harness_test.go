@@ -26,10 +26,11 @@ func TestToolsFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := map[string]string{
-		"KUBEBUILDER_ASSETS": dir,
-		"CROSSPLANE_BIN":     bin,
-		"CROSSPLANE_CRDS":    dir,
-		"CRANK_BIN":          bin,
+		"KUBEBUILDER_ASSETS":         dir,
+		"CROSSPLANE_BIN":             bin,
+		"CROSSPLANE_CRDS":            dir,
+		"CROSSPLANE_WEBHOOK_CONFIGS": dir,
+		"CRANK_BIN":                  bin,
 	}
 	with := func(k, v string) map[string]string {
 		m := map[string]string{}
@@ -48,24 +49,24 @@ func TestToolsFromEnv(t *testing.T) {
 		"AllSet": {
 			reason: "Every variable names an existing file or directory.",
 			env:    all,
-			want:   Tools{KubebuilderAssets: dir, Crossplane: bin, CrossplaneCRDs: dir, Crank: bin},
+			want:   Tools{KubebuilderAssets: dir, Crossplane: bin, CrossplaneCRDs: dir, CrossplaneWebhookConfigs: dir, Crank: bin},
 		},
 		"Unset": {
 			reason: "An unset variable means the tools were not built.",
 			env:    with("CROSSPLANE_BIN", ""),
-			want:   Tools{KubebuilderAssets: dir, CrossplaneCRDs: dir, Crank: bin},
+			want:   Tools{KubebuilderAssets: dir, CrossplaneCRDs: dir, CrossplaneWebhookConfigs: dir, Crank: bin},
 			err:    ErrToolsMissing,
 		},
 		"Missing": {
 			reason: "A variable naming nothing is as good as unset.",
 			env:    with("CRANK_BIN", filepath.Join(dir, "nope")),
-			want:   Tools{KubebuilderAssets: dir, Crossplane: bin, CrossplaneCRDs: dir, Crank: filepath.Join(dir, "nope")},
+			want:   Tools{KubebuilderAssets: dir, Crossplane: bin, CrossplaneCRDs: dir, CrossplaneWebhookConfigs: dir, Crank: filepath.Join(dir, "nope")},
 			err:    ErrToolsMissing,
 		},
 		"FileForDir": {
 			reason: "KUBEBUILDER_ASSETS must be a directory.",
 			env:    with("KUBEBUILDER_ASSETS", bin),
-			want:   Tools{KubebuilderAssets: bin, Crossplane: bin, CrossplaneCRDs: dir, Crank: bin},
+			want:   Tools{KubebuilderAssets: bin, Crossplane: bin, CrossplaneCRDs: dir, CrossplaneWebhookConfigs: dir, Crank: bin},
 			err:    ErrToolsMissing,
 		},
 	}

@@ -109,10 +109,10 @@ func eventually(ctx context.Context, t *testing.T, what string, fn func(ctx cont
 	}
 }
 
-// coreWildcardPort reports whether port is one of the two that Crossplane
+// coreWildcardPort reports whether port is one of the three that Crossplane
 // core binds on all interfaces (it has flags for the ports, not the host).
 func coreWildcardPort(h *Harness, port int) bool {
-	return port == h.coreMetricsPort || port == h.coreHealthPort
+	return port == h.coreMetricsPort || port == h.coreHealthPort || port == h.coreWebhookPort
 }
 
 func hasProc(procs map[int]string, prefix string) bool {

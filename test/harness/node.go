@@ -38,7 +38,8 @@ const nodeSyncInterval = time.Second
 // volumes, user and probes the template gives - and writes the
 // Deployment's status, which is what Crossplane reads to report a package
 // healthy. For every Service it listens on a loopback IP of its own and
-// forwards each connection to a ready pod the Service selects, and it
+// forwards each connection to a ready pod the Service selects - or to a
+// host endpoint it selects (Crossplane core, which runs on the host) - and it
 // writes a hosts file that resolves the Service's DNS names to that IP (the
 // harness runs Crossplane core with it as /etc/hosts).
 type node struct {
@@ -48,6 +49,9 @@ type node struct {
 	mu       sync.Mutex
 	deploys  map[string]*deployment
 	services map[string]*service
+	// hostEndpoints are processes on the host that Services select as if
+	// they were pods.
+	hostEndpoints []hostEndpoint
 	// held are pod labels ("key=value") whose Deployments run no pods.
 	held map[string]bool
 
@@ -69,6 +73,28 @@ type service struct {
 	listeners []net.Listener
 	selector  map[string]string
 	ports     []corev1.ServicePort
+}
+
+// A hostEndpoint is a process that runs on the host rather than in a pod -
+// Crossplane core - but that Services select as if it were a ready pod with
+// these labels and container ports: a connection for a container port goes
+// to the host address that port is served on. It is what lets kube-apiserver
+// reach core's webhook server through the Helm chart's crossplane-webhooks
+// Service, whose selector matches the labels of core's pod in a cluster.
+type hostEndpoint struct {
+	name   string
+	labels map[string]string
+	ports  []corev1.ContainerPort
+	// addrs maps a container port to the host address serving it.
+	addrs map[int]string
+}
+
+// addHostEndpoint makes e an endpoint of every Service that selects its
+// labels.
+func (n *node) addHostEndpoint(e hostEndpoint) {
+	n.mu.Lock()
+	n.hostEndpoints = append(n.hostEndpoints, e)
+	n.mu.Unlock()
 }
 
 func newNode(e *podEnv, hosts string) (*node, error) {
@@ -390,29 +416,45 @@ func (n *node) serve(s *corev1.Service) (*service, error) {
 	return nil, errors.Wrapf(last, "cannot find a free loopback IP for Service %s", s.Name)
 }
 
-// dialService connects to the target port of a ready pod the Service
-// selects, trying each in turn.
+// dialService connects to the target port of a ready pod or a host endpoint
+// the Service selects, trying each in turn.
 func (n *node) dialService(ctx context.Context, svc *service, sp corev1.ServicePort) (net.Conn, error) {
+	var targets []func(context.Context) (net.Conn, error)
 	n.mu.Lock()
 	sel := labels.SelectorFromSet(svc.selector)
-	var pods []*pod
 	for _, d := range n.deploys {
 		for _, p := range d.pods {
 			if ok, _ := p.status(); ok && len(svc.selector) > 0 && sel.Matches(labels.Set(p.labels)) {
-				pods = append(pods, p)
+				targets = append(targets, func(ctx context.Context) (net.Conn, error) {
+					port, err := containerPort(p.spec.Containers[0], sp.TargetPort)
+					if err != nil {
+						return nil, err
+					}
+					return p.dial(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+				})
 			}
 		}
 	}
-	n.mu.Unlock()
-	rand.Shuffle(len(pods), func(i, j int) { pods[i], pods[j] = pods[j], pods[i] })
-	last := errors.Errorf("Service %s has no ready endpoints", svc.name)
-	for _, p := range pods {
-		port, err := containerPort(p.spec.Containers[0], sp.TargetPort)
-		if err != nil {
-			last = err
-			continue
+	for _, e := range n.hostEndpoints {
+		if len(svc.selector) > 0 && sel.Matches(labels.Set(e.labels)) {
+			targets = append(targets, func(ctx context.Context) (net.Conn, error) {
+				port, err := containerPort(corev1.Container{Name: e.name, Ports: e.ports}, sp.TargetPort)
+				if err != nil {
+					return nil, err
+				}
+				addr, ok := e.addrs[port]
+				if !ok {
+					return nil, errors.Errorf("%s serves no port %d", e.name, port)
+				}
+				return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+			})
 		}
-		c, err := p.dial(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	}
+	n.mu.Unlock()
+	rand.Shuffle(len(targets), func(i, j int) { targets[i], targets[j] = targets[j], targets[i] })
+	last := errors.Errorf("Service %s has no ready endpoints", svc.name)
+	for _, dial := range targets {
+		c, err := dial(ctx)
 		if err == nil {
 			return c, nil
 		}
@@ -518,6 +560,9 @@ func (n *node) describe() string {
 	}
 	for name, s := range n.services {
 		fmt.Fprintf(&b, "Service %s: %s\n", name, s.ip)
+	}
+	for _, e := range n.hostEndpoints {
+		fmt.Fprintf(&b, "Host endpoint %s: labels %v, ports %v\n", e.name, e.labels, e.addrs)
 	}
 	return b.String()
 }

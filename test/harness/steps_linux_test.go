@@ -229,8 +229,9 @@ func (s *story) providerSmoke(t *testing.T) {
 		"crds/providerconfigs.smoke.example.org.yaml": smokeProviderConfigCRD,
 	})
 	out := filepath.Join(dir, "provider-smoke.xpkg")
-	// Any binary that stays up does for a provider that reconciles nothing.
-	if err := BuildPackage(ctx, tools.Crank, PackageBuild{Root: root, Out: out, RuntimeBinary: os.Getenv("FUNCTION_AUTO_READY_BIN")}); err != nil {
+	// The provider reconciles nothing; it serves the Gadget CRD's conversion
+	// webhook (see providerConversionWebhook).
+	if err := BuildPackage(ctx, tools.Crank, PackageBuild{Root: root, Out: out, RuntimeBinary: buildConversionWebhook(ctx, t, dir)}); err != nil {
 		t.Fatal(err)
 	}
 	pref, err := h.PushPackage(ctx, out, "provider-smoke:v0.0.1")
@@ -470,10 +471,34 @@ spec:
     singular: gadget
     categories: [crossplane, managed]
   scope: Namespaced
+  # Crossplane fills in the service's name, namespace and port and the
+  # caBundle; the path is the provider's to say.
+  conversion:
+    strategy: Webhook
+    webhook:
+      conversionReviewVersions: [v1]
+      clientConfig:
+        service:
+          path: /convert
   versions:
   - name: v1alpha1
     served: true
     storage: true
+    subresources:
+      status: {}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-preserve-unknown-fields: true
+          status:
+            type: object
+            x-kubernetes-preserve-unknown-fields: true
+  - name: v1beta1
+    served: true
+    storage: false
     subresources:
       status: {}
     schema:

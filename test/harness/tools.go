@@ -25,6 +25,10 @@ type Tools struct {
 	Crossplane string
 	// CrossplaneCRDs is the directory of core's CRDs ($CROSSPLANE_CRDS).
 	CrossplaneCRDs string
+	// CrossplaneWebhookConfigs is the directory of core's webhook
+	// configurations ($CROSSPLANE_WEBHOOK_CONFIGS), which `core init`
+	// applies.
+	CrossplaneWebhookConfigs string
 	// Crank is the Crossplane CLI with xpkg build ($CRANK_BIN). Only
 	// BuildPackage needs it.
 	Crank string
@@ -52,6 +56,7 @@ var toolVars = []struct {
 	{"KUBEBUILDER_ASSETS", true, func(t *Tools) *string { return &t.KubebuilderAssets }},
 	{"CROSSPLANE_BIN", false, func(t *Tools) *string { return &t.Crossplane }},
 	{"CROSSPLANE_CRDS", true, func(t *Tools) *string { return &t.CrossplaneCRDs }},
+	{"CROSSPLANE_WEBHOOK_CONFIGS", true, func(t *Tools) *string { return &t.CrossplaneWebhookConfigs }},
 	{"CRANK_BIN", false, func(t *Tools) *string { return &t.Crank }},
 }
 
@@ -101,6 +106,9 @@ func (t Tools) validate() error {
 	}
 	if t.CrossplaneCRDs == "" {
 		missing = append(missing, "CrossplaneCRDs")
+	}
+	if t.CrossplaneWebhookConfigs == "" {
+		missing = append(missing, "CrossplaneWebhookConfigs")
 	}
 	if len(missing) > 0 {
 		return errors.Wrap(ErrToolsMissing, strings.Join(missing, "; "))

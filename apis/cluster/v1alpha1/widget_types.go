@@ -72,23 +72,6 @@ var (
 	WidgetGroupVersionKind = SchemeGroupVersion.WithKind(WidgetKind)
 )
 
-// GetWidgetParameters returns the Widget's spec.forProvider. The pointer
-// refers to the Widget's own spec.
-func (mg *Widget) GetWidgetParameters() *commonv1alpha1.WidgetParameters {
-	return &mg.Spec.ForProvider
-}
-
-// GetWidgetObservation returns the Widget's status.atProvider. The pointer
-// refers to the Widget's own status.
-func (mg *Widget) GetWidgetObservation() *commonv1alpha1.WidgetObservation {
-	return &mg.Status.AtProvider
-}
-
-// SetWidgetObservation replaces the Widget's status.atProvider.
-func (mg *Widget) SetWidgetObservation(o commonv1alpha1.WidgetObservation) {
-	mg.Status.AtProvider = o
-}
-
 func init() {
 	SchemeBuilder.Register(&Widget{}, &WidgetList{})
 }

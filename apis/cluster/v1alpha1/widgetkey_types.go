@@ -6,7 +6,6 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
 
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 )
@@ -101,30 +100,6 @@ var (
 	WidgetKeyKindAPIVersion   = WidgetKeyKind + "." + SchemeGroupVersion.String()
 	WidgetKeyGroupVersionKind = SchemeGroupVersion.WithKind(WidgetKeyKind)
 )
-
-// GetWidgetKeyParameters returns the scope-independent part of the
-// WidgetKey's spec.forProvider. The pointer refers to the WidgetKey's own
-// spec.
-func (mg *WidgetKey) GetWidgetKeyParameters() *commonv1alpha1.WidgetKeyParameters {
-	return &mg.Spec.ForProvider.WidgetKeyParameters
-}
-
-// GetWidgetName returns spec.forProvider.widgetName, or "" while it is
-// neither set nor resolved.
-func (mg *WidgetKey) GetWidgetName() string {
-	return ptr.Deref(mg.Spec.ForProvider.WidgetName, "")
-}
-
-// GetWidgetKeyObservation returns the WidgetKey's status.atProvider. The
-// pointer refers to the WidgetKey's own status.
-func (mg *WidgetKey) GetWidgetKeyObservation() *commonv1alpha1.WidgetKeyObservation {
-	return &mg.Status.AtProvider
-}
-
-// SetWidgetKeyObservation replaces the WidgetKey's status.atProvider.
-func (mg *WidgetKey) SetWidgetKeyObservation(o commonv1alpha1.WidgetKeyObservation) {
-	mg.Status.AtProvider = o
-}
 
 func init() {
 	SchemeBuilder.Register(&WidgetKey{}, &WidgetKeyList{})

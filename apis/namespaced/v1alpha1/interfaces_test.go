@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"sigs.k8s.io/controller-runtime/pkg/conversion"
 
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 )
@@ -15,8 +16,8 @@ var (
 	_ resource.ModernManaged                = &WidgetKey{}
 	_ resource.ManagedList                  = &WidgetList{}
 	_ resource.ManagedList                  = &WidgetKeyList{}
-	_ commonv1alpha1.WidgetResource         = &Widget{}
-	_ commonv1alpha1.WidgetKeyResource      = &WidgetKey{}
+	_ conversion.Convertible                = &Widget{}
+	_ conversion.Convertible                = &WidgetKey{}
 	_ resource.ProviderConfig               = &ProviderConfig{}
 	_ resource.ProviderConfig               = &ClusterProviderConfig{}
 	_ commonv1alpha1.ProviderConfigResource = &ProviderConfig{}

@@ -24,8 +24,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
+	clusterv1beta1 "github.com/widgetco/crossplane-widget/apis/cluster/v1beta1"
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/fakes"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
@@ -90,17 +92,17 @@ func legacyPC(endpoint string, mods ...func(*commonv1alpha1.ProviderConfigSpec))
 
 // nsMR is a namespaced Widget referencing a config of kind in its namespace
 // (or the cluster). A nil ref means no providerConfigRef.
-func nsMR(ref *xpv2.ProviderConfigReference) *nsv1alpha1.Widget {
-	mg := &nsv1alpha1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "web", UID: "uid-ns"}}
-	mg.SetGroupVersionKind(nsv1alpha1.WidgetGroupVersionKind)
+func nsMR(ref *xpv2.ProviderConfigReference) *nsv1beta1.Widget {
+	mg := &nsv1beta1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "web", UID: "uid-ns"}}
+	mg.SetGroupVersionKind(nsv1beta1.WidgetGroupVersionKind)
 	mg.SetProviderConfigReference(ref)
 	return mg
 }
 
 // clMR is a cluster-scoped Widget referencing a legacy ProviderConfig.
-func clMR(ref *xpv2.Reference) *clusterv1alpha1.Widget {
-	mg := &clusterv1alpha1.Widget{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "uid-cl"}}
-	mg.SetGroupVersionKind(clusterv1alpha1.WidgetGroupVersionKind)
+func clMR(ref *xpv2.Reference) *clusterv1beta1.Widget {
+	mg := &clusterv1beta1.Widget{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "uid-cl"}}
+	mg.SetGroupVersionKind(clusterv1beta1.WidgetGroupVersionKind)
 	mg.SetProviderConfigReference(ref)
 	return mg
 }
@@ -131,8 +133,8 @@ func TestResolve(t *testing.T) {
 	pcRef := &xpv2.ProviderConfigReference{Kind: nsv1alpha1.ProviderConfigKind, Name: testPC}
 	cpcRef := &xpv2.ProviderConfigReference{Kind: nsv1alpha1.ClusterProviderConfigKind, Name: testPC}
 	legacyRef := &xpv2.Reference{Name: testPC}
-	nsResource := xpv2.TypedReference{APIVersion: nsv1alpha1.WidgetGroupVersionKind.GroupVersion().String(), Kind: nsv1alpha1.WidgetKind, Name: "web"}
-	clResource := xpv2.TypedReference{APIVersion: clusterv1alpha1.WidgetGroupVersionKind.GroupVersion().String(), Kind: clusterv1alpha1.WidgetKind, Name: "web"}
+	nsResource := xpv2.TypedReference{APIVersion: nsv1beta1.WidgetGroupVersionKind.GroupVersion().String(), Kind: nsv1beta1.WidgetKind, Name: "web"}
+	clResource := xpv2.TypedReference{APIVersion: clusterv1beta1.WidgetGroupVersionKind.GroupVersion().String(), Kind: clusterv1beta1.WidgetKind, Name: "web"}
 
 	type want struct {
 		err error

@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
-	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	clusterv1beta1 "github.com/widgetco/crossplane-widget/apis/cluster/v1beta1"
+	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/controller/config"
 	"github.com/widgetco/crossplane-widget/provider/internal/controller/widget"
 	"github.com/widgetco/crossplane-widget/provider/internal/controller/widgetkey"
@@ -27,25 +27,25 @@ func Setup(mgr ctrl.Manager, o controller.Options, d mrsetup.Deps) error {
 		gvk   schema.GroupVersionKind
 		setup func() error
 	}{
-		{nsv1alpha1.WidgetGroupVersionKind, func() error {
-			return widget.Setup(mgr, o, d, nsv1alpha1.WidgetGroupVersionKind,
-				func() *nsv1alpha1.Widget { return &nsv1alpha1.Widget{} },
-				func() resource.ManagedList { return &nsv1alpha1.WidgetList{} })
+		{nsv1beta1.WidgetGroupVersionKind, func() error {
+			return widget.Setup(mgr, o, d, nsv1beta1.WidgetGroupVersionKind,
+				func() *nsv1beta1.Widget { return &nsv1beta1.Widget{} },
+				func() resource.ManagedList { return &nsv1beta1.WidgetList{} })
 		}},
-		{clusterv1alpha1.WidgetGroupVersionKind, func() error {
-			return widget.Setup(mgr, o, d, clusterv1alpha1.WidgetGroupVersionKind,
-				func() *clusterv1alpha1.Widget { return &clusterv1alpha1.Widget{} },
-				func() resource.ManagedList { return &clusterv1alpha1.WidgetList{} })
+		{clusterv1beta1.WidgetGroupVersionKind, func() error {
+			return widget.Setup(mgr, o, d, clusterv1beta1.WidgetGroupVersionKind,
+				func() *clusterv1beta1.Widget { return &clusterv1beta1.Widget{} },
+				func() resource.ManagedList { return &clusterv1beta1.WidgetList{} })
 		}},
-		{nsv1alpha1.WidgetKeyGroupVersionKind, func() error {
-			return widgetkey.Setup(mgr, o, d, nsv1alpha1.WidgetKeyGroupVersionKind,
-				func() *nsv1alpha1.WidgetKey { return &nsv1alpha1.WidgetKey{} },
-				func() resource.ManagedList { return &nsv1alpha1.WidgetKeyList{} })
+		{nsv1beta1.WidgetKeyGroupVersionKind, func() error {
+			return widgetkey.Setup(mgr, o, d, nsv1beta1.WidgetKeyGroupVersionKind,
+				func() *nsv1beta1.WidgetKey { return &nsv1beta1.WidgetKey{} },
+				func() resource.ManagedList { return &nsv1beta1.WidgetKeyList{} })
 		}},
-		{clusterv1alpha1.WidgetKeyGroupVersionKind, func() error {
-			return widgetkey.Setup(mgr, o, d, clusterv1alpha1.WidgetKeyGroupVersionKind,
-				func() *clusterv1alpha1.WidgetKey { return &clusterv1alpha1.WidgetKey{} },
-				func() resource.ManagedList { return &clusterv1alpha1.WidgetKeyList{} })
+		{clusterv1beta1.WidgetKeyGroupVersionKind, func() error {
+			return widgetkey.Setup(mgr, o, d, clusterv1beta1.WidgetKeyGroupVersionKind,
+				func() *clusterv1beta1.WidgetKey { return &clusterv1beta1.WidgetKey{} },
+				func() resource.ManagedList { return &clusterv1beta1.WidgetKeyList{} })
 		}},
 	}
 	for _, s := range setups {

@@ -7,7 +7,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 )
 
 func TestPollInterval(t *testing.T) {
@@ -19,7 +19,7 @@ func TestPollInterval(t *testing.T) {
 	deleting.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
 	cases := map[string]struct {
 		reason   string
-		mg       *nsv1alpha1.Widget
+		mg       *nsv1beta1.Widget
 		poll     time.Duration
 		jitter   time.Duration
 		min, max time.Duration

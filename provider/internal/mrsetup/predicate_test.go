@@ -7,12 +7,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
 )
 
-func widget(a map[string]string) *nsv1alpha1.Widget {
-	return &nsv1alpha1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "web", Annotations: a}}
+func widget(a map[string]string) *nsv1beta1.Widget {
+	return &nsv1beta1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "web", Annotations: a}}
 }
 
 func TestForeignAnnotationChanged(t *testing.T) {

@@ -12,14 +12,14 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
-	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	clusterv1beta1 "github.com/widgetco/crossplane-widget/apis/cluster/v1beta1"
+	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 )
 
 func TestLocalReferences(t *testing.T) {
 	errBoom := errors.New("boom")
-	key := func(ref *xpv2.NamespacedReference, sel *xpv2.NamespacedSelector) *nsv1alpha1.WidgetKey {
-		k := &nsv1alpha1.WidgetKey{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ci"}}
+	key := func(ref *xpv2.NamespacedReference, sel *xpv2.NamespacedSelector) *nsv1beta1.WidgetKey {
+		k := &nsv1beta1.WidgetKey{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ci"}}
 		k.Spec.ForProvider.WidgetNameRef = ref
 		k.Spec.ForProvider.WidgetNameSelector = sel
 		return k
@@ -56,7 +56,7 @@ func TestLocalReferences(t *testing.T) {
 		},
 		"Cluster": {
 			reason:   "Cluster-scoped resources are not confined.",
-			mg:       &clusterv1alpha1.WidgetKey{ObjectMeta: metav1.ObjectMeta{Name: "ci"}},
+			mg:       &clusterv1beta1.WidgetKey{ObjectMeta: metav1.ObjectMeta{Name: "ci"}},
 			wantNext: true,
 		},
 		"NextFails": {

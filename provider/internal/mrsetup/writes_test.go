@@ -16,14 +16,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
-	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
+	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
 )
 
 var errBoom = errors.New("boom")
 
-func newWidget(uid, rv string) *nsv1alpha1.Widget {
+func newWidget(uid, rv string) *nsv1beta1.Widget {
 	w := widget(nil)
 	w.SetUID(types.UID(uid))
 	w.SetResourceVersion(rv)
@@ -32,12 +32,12 @@ func newWidget(uid, rv string) *nsv1alpha1.Widget {
 
 // fakeExternal is an external client whose Observe answers exists or err.
 type fakeExternal struct {
-	managed.TypedExternalClient[*nsv1alpha1.Widget]
+	managed.TypedExternalClient[*nsv1beta1.Widget]
 	exists bool
 	err    error
 }
 
-func (f fakeExternal) Observe(context.Context, *nsv1alpha1.Widget) (managed.ExternalObservation, error) {
+func (f fakeExternal) Observe(context.Context, *nsv1beta1.Widget) (managed.ExternalObservation, error) {
 	return managed.ExternalObservation{ResourceExists: f.exists}, f.err
 }
 
@@ -111,7 +111,7 @@ func TestDeferredFinalizer(t *testing.T) {
 				mg.SetDeletionTimestamp(&now)
 			}
 			if tc.observe != nil {
-				c := &observingClient[*nsv1alpha1.Widget]{TypedExternalClient: fakeExternal{exists: tc.observe.exists, err: tc.observe.err}, absent: absent}
+				c := &observingClient[*nsv1beta1.Widget]{TypedExternalClient: fakeExternal{exists: tc.observe.exists, err: tc.observe.err}, absent: absent}
 				if _, err := c.Observe(t.Context(), mg); !errors.Is(err, tc.observe.err) {
 					t.Fatalf("Observe: want error %v, got %v", tc.observe.err, err)
 				}
@@ -139,7 +139,7 @@ func TestDeferredFinalizer(t *testing.T) {
 }
 
 func TestStatusKeepingUpdater(t *testing.T) {
-	observed := commonv1alpha1.WidgetObservation{ID: "w-1", State: "Provisioning"}
+	observed := commonv1beta1.WidgetObservation{ID: "w-1", State: "Provisioning"}
 	cases := map[string]struct {
 		reason  string
 		update  error
@@ -159,8 +159,8 @@ func TestStatusKeepingUpdater(t *testing.T) {
 			kube := &test.MockClient{MockUpdate: func(_ context.Context, obj client.Object, _ ...client.UpdateOption) error {
 				// The API server answers with its copy: annotations saved,
 				// no status.
-				w := obj.(*nsv1alpha1.Widget)
-				w.Status = nsv1alpha1.WidgetStatus{}
+				w := obj.(*nsv1beta1.Widget)
+				w.Status = nsv1beta1.WidgetStatus{}
 				w.SetResourceVersion("2")
 				return tc.update
 			}}

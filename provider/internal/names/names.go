@@ -13,26 +13,26 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
 // OwnerLabel marks the managed resource that manages a widget. Its prefix is
 // reserved: users cannot set labels under it (the CRD rejects them).
-const OwnerLabel = commonv1alpha1.OwnershipLabelPrefix + "owner"
+const OwnerLabel = commonv1beta1.OwnershipLabelPrefix + "owner"
 
 // OwnerNamespaceLabel records the namespace of the namespaced managed
 // resource that manages a widget or created a key when OwnerLabel cannot say:
 // a marker longer than a label value is shortened with a hash, which cuts
 // namespaces of more than 49 characters. Other resources do not set it, so
 // they keep a label to spare for users (the Widget API allows 32).
-const OwnerNamespaceLabel = commonv1alpha1.OwnershipLabelPrefix + "owner-namespace"
+const OwnerNamespaceLabel = commonv1beta1.OwnershipLabelPrefix + "owner-namespace"
 
 // AnnotationDefaultExternalName records the external name the provider chose
 // itself. A widget or key that already exists under a defaulted name was not
 // asked for, so it is not adopted: adoption is explicit, by setting
 // crossplane.io/external-name.
-const AnnotationDefaultExternalName = commonv1alpha1.OwnershipLabelPrefix + "default-external-name"
+const AnnotationDefaultExternalName = commonv1beta1.OwnershipLabelPrefix + "default-external-name"
 
 // maxLabel is the longest name or marker the provider makes: a widget or key
 // name, or a label value.

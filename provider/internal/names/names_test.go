@@ -8,16 +8,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
-	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	clusterv1beta1 "github.com/widgetco/crossplane-widget/apis/cluster/v1beta1"
+	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 )
 
 func nsWidget(ns, name string) resource.Managed {
-	return &nsv1alpha1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	return &nsv1beta1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 }
 
 func clWidget(name string) resource.Managed {
-	return &clusterv1alpha1.Widget{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	return &clusterv1beta1.Widget{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
 
 func TestDefault(t *testing.T) {

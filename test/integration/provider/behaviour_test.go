@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
@@ -104,8 +104,9 @@ func TestWidgetKeyConnectionSecret(t *testing.T) {
 	e.providerConfig()
 	p := startProvider(t)
 	e.widget("keyed")
-	k := &nsv1alpha1.WidgetKey{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "ci"}}
+	k := &nsv1beta1.WidgetKey{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "ci"}}
 	k.Spec.ForProvider.WidgetNameRef = &xpv2.NamespacedReference{Name: "keyed"}
+	k.Spec.InitProvider.Description = ptr.To("ci pipeline")
 	k.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}
 	k.Spec.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: "ci-key"}
 	e.create(k)
@@ -121,8 +122,10 @@ func TestWidgetKeyConnectionSecret(t *testing.T) {
 	if !strings.HasPrefix(secret, "wks_") || string(s.Data["widget"]) != defaultName(e.ns, "keyed") || string(s.Data["keyName"]) != defaultName(e.ns, "ci") {
 		t.Errorf("connection Secret: key %d chars, widget %q, keyName %q", len(secret), s.Data["widget"], s.Data["keyName"])
 	}
-	if _, err := e.client().GetKey(e.ctx(), defaultName(e.ns, "keyed"), defaultName(e.ns, "ci")); err != nil {
+	if key, err := e.client().GetKey(e.ctx(), defaultName(e.ns, "keyed"), defaultName(e.ns, "ci")); err != nil {
 		t.Errorf("key not in the API: %v", err)
+	} else if key.Description != "ci pipeline" {
+		t.Errorf("key description %q, want spec.initProvider's %q", key.Description, "ci pipeline")
 	}
 
 	// The secret appears nowhere else: not in logs, events, or the MR.
@@ -136,7 +139,7 @@ func TestWidgetKeyConnectionSecret(t *testing.T) {
 			t.Errorf("event %s contains the key secret", ev.Name)
 		}
 	}
-	cur := &nsv1alpha1.WidgetKey{}
+	cur := &nsv1beta1.WidgetKey{}
 	_ = e.kube.Get(e.ctx(), types.NamespacedName{Namespace: e.ns, Name: "ci"}, cur)
 	if strings.Contains(fmt.Sprintf("%+v", cur), secret) {
 		t.Errorf("the WidgetKey object contains the key secret")
@@ -241,7 +244,7 @@ func TestCrashBetweenKeyCreateAndSecret(t *testing.T) {
 	e.widget("kw")
 	e.waitReady("kw")
 	e.api.Server.SetFaults(server.Faults{HoldWriteResponse: time.Minute})
-	k := &nsv1alpha1.WidgetKey{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "lost"}}
+	k := &nsv1beta1.WidgetKey{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "lost"}}
 	k.Spec.ForProvider.WidgetName = ptr.To(defaultName(e.ns, "kw"))
 	k.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}
 	k.Spec.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: "lost-key"}

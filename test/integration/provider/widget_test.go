@@ -12,12 +12,16 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
+	clusterv1beta1 "github.com/widgetco/crossplane-widget/apis/cluster/v1beta1"
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
@@ -25,11 +29,11 @@ import (
 
 const ownerLabel = "widgetco.io/owner"
 
-func (e *env) widget(name string, mut ...func(*nsv1alpha1.Widget)) *nsv1alpha1.Widget {
-	w := &nsv1alpha1.Widget{
+func (e *env) widget(name string, mut ...func(*nsv1beta1.Widget)) *nsv1beta1.Widget {
+	w := &nsv1beta1.Widget{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec: nsv1alpha1.WidgetSpec{
-			ForProvider: commonv1alpha1.WidgetParameters{Size: ptr.To("medium"), Labels: map[string]string{"team": "a"}},
+		Spec: nsv1beta1.WidgetSpec{
+			ForProvider: commonv1beta1.WidgetParameters{Size: ptr.To("medium"), Labels: map[string]string{"team": "a"}},
 		},
 	}
 	w.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}
@@ -40,18 +44,18 @@ func (e *env) widget(name string, mut ...func(*nsv1alpha1.Widget)) *nsv1alpha1.W
 	return w
 }
 
-func (e *env) getWidget(name string) *nsv1alpha1.Widget {
+func (e *env) getWidget(name string) *nsv1beta1.Widget {
 	e.t.Helper()
-	w := &nsv1alpha1.Widget{}
+	w := &nsv1beta1.Widget{}
 	if err := e.kube.Get(e.ctx(), types.NamespacedName{Namespace: e.ns, Name: name}, w); err != nil {
 		e.t.Fatalf("cannot get Widget %s: %v", name, err)
 	}
 	return w
 }
 
-func (e *env) waitReady(name string) *nsv1alpha1.Widget {
+func (e *env) waitReady(name string) *nsv1beta1.Widget {
 	e.t.Helper()
-	var w *nsv1alpha1.Widget
+	var w *nsv1beta1.Widget
 	e.eventually(60*time.Second, "Widget "+name+" Ready and Synced", func() (bool, string) {
 		w = e.getWidget(name)
 		return isTrue(w, xpv2.TypeReady) && isTrue(w, xpv2.TypeSynced), condition(w, xpv2.TypeReady) + " " + condition(w, xpv2.TypeSynced)
@@ -59,9 +63,9 @@ func (e *env) waitReady(name string) *nsv1alpha1.Widget {
 	return w
 }
 
-func (e *env) waitSyncedFalse(name, contains string) *nsv1alpha1.Widget {
+func (e *env) waitSyncedFalse(name, contains string) *nsv1beta1.Widget {
 	e.t.Helper()
-	var w *nsv1alpha1.Widget
+	var w *nsv1beta1.Widget
 	e.eventually(60*time.Second, "Widget "+name+" Synced=False mentioning "+contains, func() (bool, string) {
 		w = e.getWidget(name)
 		c := w.GetCondition(xpv2.TypeSynced)
@@ -103,8 +107,11 @@ func TestCreateReadyDeleteNamespaced(t *testing.T) {
 	if api.State != widgetapi.StateReady || api.Size != "medium" || api.Labels["team"] != "a" || api.Labels[ownerLabel] != "n_"+e.ns+".web" {
 		t.Errorf("API widget: %+v", api)
 	}
-	if w.Status.AtProvider.Endpoint == "" || w.Status.AtProvider.ID != api.ID || *w.Spec.ForProvider.Region != "us-east-1" {
-		t.Errorf("status/late-init not filled: atProvider %+v region %v", w.Status.AtProvider, w.Spec.ForProvider.Region)
+	if w.Status.AtProvider.Endpoint == "" || w.Status.AtProvider.ID != api.ID || w.Status.AtProvider.Region != "us-east-1" {
+		t.Errorf("status not filled: atProvider %+v", w.Status.AtProvider)
+	}
+	if w.Spec.InitProvider.Region != nil {
+		t.Errorf("spec.initProvider.region was filled with %q; it is the user's, for the creation only", *w.Spec.InitProvider.Region)
 	}
 
 	if err := e.kube.Delete(e.ctx(), w); err != nil {
@@ -112,7 +119,7 @@ func TestCreateReadyDeleteNamespaced(t *testing.T) {
 	}
 	sawDeleting := false
 	e.eventually(60*time.Second, "the Widget to be deleted", func() (bool, string) {
-		cur := &nsv1alpha1.Widget{}
+		cur := &nsv1beta1.Widget{}
 		err := e.kube.Get(e.ctx(), types.NamespacedName{Namespace: e.ns, Name: "web"}, cur)
 		if kerrors.IsNotFound(err) {
 			return true, ""
@@ -146,13 +153,13 @@ func TestClusterScopedAndOrphan(t *testing.T) {
 	})
 	startProvider(t)
 	name := e.ns + "-cw"
-	cw := &clusterv1alpha1.Widget{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	cw := &clusterv1beta1.Widget{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	cw.Spec.ForProvider.Size = ptr.To("large")
 	cw.Spec.ProviderConfigReference = &xpv2.Reference{Name: pcName}
 	cw.Spec.DeletionPolicy = xpv2.DeletionOrphan
 	e.create(cw)
 	e.eventually(60*time.Second, "cluster Widget Ready", func() (bool, string) {
-		got := &clusterv1alpha1.Widget{}
+		got := &clusterv1beta1.Widget{}
 		if err := e.kube.Get(e.ctx(), types.NamespacedName{Name: name}, got); err != nil {
 			return false, err.Error()
 		}
@@ -166,7 +173,7 @@ func TestClusterScopedAndOrphan(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.eventually(60*time.Second, "the orphaned MR to go", func() (bool, string) {
-		err := e.kube.Get(e.ctx(), types.NamespacedName{Name: name}, &clusterv1alpha1.Widget{})
+		err := e.kube.Get(e.ctx(), types.NamespacedName{Name: name}, &clusterv1beta1.Widget{})
 		return kerrors.IsNotFound(err), "still there"
 	})
 	if w, err := e.client().GetWidget(e.ctx(), name); err != nil || w.State == widgetapi.StateDeleting {
@@ -180,7 +187,7 @@ func TestOrphanNamespacedByManagementPolicies(t *testing.T) {
 	e := newEnv(t)
 	e.providerConfig()
 	startProvider(t)
-	w := e.widget("keep", func(w *nsv1alpha1.Widget) {
+	w := e.widget("keep", func(w *nsv1beta1.Widget) {
 		w.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve, xpv2.ManagementActionCreate, xpv2.ManagementActionUpdate, xpv2.ManagementActionLateInitialize}
 	})
 	e.waitReady("keep")
@@ -188,7 +195,7 @@ func TestOrphanNamespacedByManagementPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.eventually(60*time.Second, "the MR to go", func() (bool, string) {
-		err := e.kube.Get(e.ctx(), types.NamespacedName{Namespace: e.ns, Name: "keep"}, &nsv1alpha1.Widget{})
+		err := e.kube.Get(e.ctx(), types.NamespacedName{Namespace: e.ns, Name: "keep"}, &nsv1beta1.Widget{})
 		return kerrors.IsNotFound(err), "still there"
 	})
 	if got, err := e.client().GetWidget(e.ctx(), defaultName(e.ns, "keep")); err != nil || got.State == widgetapi.StateDeleting {
@@ -206,7 +213,7 @@ func TestAdoptExistingWidget(t *testing.T) {
 		t.Fatal(err)
 	}
 	startProvider(t)
-	e.widget("adopter", func(w *nsv1alpha1.Widget) {
+	e.widget("adopter", func(w *nsv1beta1.Widget) {
 		meta.SetExternalName(w, "legacy-web")
 		w.Spec.ForProvider.Size = ptr.To("large")
 	})
@@ -236,7 +243,7 @@ func TestRefuseToStealOwnedWidget(t *testing.T) {
 	startProvider(t)
 	e.widget("owner")
 	e.waitReady("owner")
-	thief := e.widget("thief", func(w *nsv1alpha1.Widget) {
+	thief := e.widget("thief", func(w *nsv1beta1.Widget) {
 		meta.SetExternalName(w, defaultName(e.ns, "owner"))
 		w.Spec.ForProvider.Size = ptr.To("small")
 	})
@@ -249,7 +256,7 @@ func TestRefuseToStealOwnedWidget(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.eventually(60*time.Second, "the refused MR to go", func() (bool, string) {
-		err := e.kube.Get(e.ctx(), types.NamespacedName{Namespace: e.ns, Name: "thief"}, &nsv1alpha1.Widget{})
+		err := e.kube.Get(e.ctx(), types.NamespacedName{Namespace: e.ns, Name: "thief"}, &nsv1beta1.Widget{})
 		return kerrors.IsNotFound(err), "still there"
 	})
 	if w, err := e.client().GetWidget(e.ctx(), defaultName(e.ns, "owner")); err != nil || w.State == widgetapi.StateDeleting {
@@ -280,16 +287,16 @@ func TestObserveOnlyImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	startProvider(t)
-	mg := &nsv1alpha1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "imported", Annotations: map[string]string{meta.AnnotationKeyExternalName: "imported"}}}
+	mg := &nsv1beta1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "imported", Annotations: map[string]string{meta.AnnotationKeyExternalName: "imported"}}}
 	mg.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
 	mg.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}
 	e.create(mg)
 	w := e.waitReady("imported")
 	p := w.Spec.ForProvider
-	if ptr.Deref(p.Size, "") != "large" || ptr.Deref(p.Region, "") != "eu-west-1" || p.Labels["env"] != "prod" || ptr.Deref(p.Description, "") != "made by hand" {
+	if ptr.Deref(p.Size, "") != "large" || p.Labels["env"] != "prod" || ptr.Deref(p.Description, "") != "made by hand" {
 		t.Errorf("spec not late-initialized from the API: %+v", p)
 	}
-	if w.Status.AtProvider.ID != orig.ID || w.Status.AtProvider.Endpoint == "" {
+	if w.Status.AtProvider.ID != orig.ID || w.Status.AtProvider.Endpoint == "" || w.Status.AtProvider.Region != "eu-west-1" {
 		t.Errorf("status not observed: %+v", w.Status.AtProvider)
 	}
 	// Out-of-band change: observed, never reverted.
@@ -306,24 +313,83 @@ func TestObserveOnlyImport(t *testing.T) {
 	}
 }
 
-// TestImmutableRegion: a spec region that differs from the widget's is an
-// error condition; the widget is neither updated nor re-created.
-func TestImmutableRegion(t *testing.T) {
+// TestInitProviderIsUsedOnlyAtCreation: spec.initProvider's region, labels
+// and description create the widget; afterwards they are neither copied to
+// spec.forProvider nor enforced, so a change made in the Widget API stays
+// while drift in spec.forProvider's fields is repaired. The region cannot be
+// changed in the spec once set.
+func TestInitProviderIsUsedOnlyAtCreation(t *testing.T) {
 	e := newEnv(t)
 	e.providerConfig()
-	orig, err := e.client().CreateWidget(e.ctx(), widgetapi.CreateWidgetRequest{Name: "pinned", Region: "us-east-1"})
+	startProvider(t)
+	e.widget("placed", func(w *nsv1beta1.Widget) {
+		w.Spec.ForProvider = commonv1beta1.WidgetParameters{Size: ptr.To("medium")}
+		w.Spec.InitProvider = commonv1beta1.WidgetInitParameters{
+			Region: ptr.To("eu-west-1"), Size: ptr.To("large"), Labels: map[string]string{"env": "prod"}, Description: ptr.To("first"),
+		}
+	})
+	w := e.waitReady("placed")
+	name := defaultName(e.ns, "placed")
+	api, err := e.client().GetWidget(e.ctx(), name)
+	if err != nil {
+		t.Fatalf("widget not in the API: %v", err)
+	}
+	if api.Region != "eu-west-1" || api.Size != "medium" || api.Description != "first" || api.Labels["env"] != "prod" {
+		t.Errorf("API widget %+v: want region eu-west-1 and description and labels from spec.initProvider, size medium from spec.forProvider", api)
+	}
+	if p := w.Spec.ForProvider; p.Labels != nil || p.Description != nil {
+		t.Errorf("spec.forProvider late-initialized fields set in spec.initProvider: %+v", p)
+	}
+
+	// Out of band: a description change (not managed) and a resize (managed).
+	if _, err := e.client().PatchWidget(e.ctx(), name, widgetapi.PatchWidgetRequest{Description: ptr.To("edited by hand"), Size: ptr.To("small")}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(60*time.Second, "the resize to be repaired", func() (bool, string) {
+		w, err := e.client().GetWidget(e.ctx(), name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return w.Size == "medium", "size " + w.Size
+	})
+	if api, _ := e.client().GetWidget(e.ctx(), name); api.Description != "edited by hand" || api.Region != "eu-west-1" {
+		t.Errorf("the drift repair enforced spec.initProvider: description %q, region %q", api.Description, api.Region)
+	}
+
+	// The provider writes the Widget too: retry until the API server judges
+	// the change rather than its resource version.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := e.getWidget("placed")
+		cur.Spec.InitProvider.Region = ptr.To("us-east-1")
+		return e.kube.Update(e.ctx(), cur)
+	})
+	if !kerrors.IsInvalid(err) || !strings.Contains(err.Error(), "region is immutable") {
+		t.Errorf("changing spec.initProvider.region: got error %v, want it rejected as immutable", err)
+	}
+}
+
+// TestInitProviderRegionIgnoredOnAdoption: adopting a widget whose region
+// differs from spec.initProvider.region is no error: the region was for a
+// creation that did not happen, so the widget is neither recreated nor moved.
+func TestInitProviderRegionIgnoredOnAdoption(t *testing.T) {
+	e := newEnv(t)
+	e.providerConfig()
+	orig, err := e.client().CreateWidget(e.ctx(), widgetapi.CreateWidgetRequest{Name: "pinned", Size: "medium", Region: "us-east-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	startProvider(t)
-	e.widget("pinned", func(w *nsv1alpha1.Widget) {
+	e.widget("pinned", func(w *nsv1beta1.Widget) {
 		meta.SetExternalName(w, "pinned")
-		w.Spec.ForProvider.Region = ptr.To("eu-west-1")
+		w.Spec.InitProvider.Region = ptr.To("eu-west-1")
 	})
-	e.waitSyncedFalse("pinned", "region cannot change")
+	w := e.waitReady("pinned")
 	api, _ := e.client().GetWidget(e.ctx(), "pinned")
-	if api.ID != orig.ID || api.Region != "us-east-1" || api.State == widgetapi.StateDeleting {
-		t.Errorf("the widget was recreated or changed: %+v", api)
+	if api.ID != orig.ID || api.Region != "us-east-1" || api.State == widgetapi.StateDeleting || api.Labels[ownerLabel] != "n_"+e.ns+".pinned" {
+		t.Errorf("the widget was not adopted as it is: %+v", api)
+	}
+	if w.Status.AtProvider.Region != "us-east-1" {
+		t.Errorf("status.atProvider.region %q, want the widget's us-east-1", w.Status.AtProvider.Region)
 	}
 }
 
@@ -382,7 +448,7 @@ func TestProviderConfigInUseIsNotDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.eventually(60*time.Second, "the Widget to go", func() (bool, string) {
-		err := e.kube.Get(e.ctx(), types.NamespacedName{Namespace: e.ns, Name: "user"}, &nsv1alpha1.Widget{})
+		err := e.kube.Get(e.ctx(), types.NamespacedName{Namespace: e.ns, Name: "user"}, &nsv1beta1.Widget{})
 		return kerrors.IsNotFound(err), fmt.Sprint(err)
 	})
 	// envtest runs no garbage collector; in a cluster it deletes the usage,

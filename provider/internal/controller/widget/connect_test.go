@@ -15,8 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
+	clusterv1beta1 "github.com/widgetco/crossplane-widget/apis/cluster/v1beta1"
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/clients"
 	"github.com/widgetco/crossplane-widget/provider/internal/fakes"
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
@@ -25,7 +28,7 @@ import (
 
 func TestConnect(t *testing.T) {
 	t.Run("Namespaced", func(t *testing.T) {
-		testConnect(t, func() *nsv1alpha1.Widget {
+		testConnect(t, func() *nsv1beta1.Widget {
 			mg := newNamespaced()
 			mg.SetProviderConfigReference(&xpv2.ProviderConfigReference{Kind: nsv1alpha1.ProviderConfigKind, Name: "default"})
 			return mg
@@ -44,7 +47,7 @@ func TestConnect(t *testing.T) {
 		})
 	})
 	t.Run("Cluster", func(t *testing.T) {
-		testConnect(t, func() *clusterv1alpha1.Widget {
+		testConnect(t, func() *clusterv1beta1.Widget {
 			mg := newCluster()
 			mg.SetProviderConfigReference(&xpv2.Reference{Name: "default"})
 			return mg
@@ -67,7 +70,7 @@ func TestConnect(t *testing.T) {
 // testConnect checks the connector end to end with real Sessions: a resource
 // connects through its ProviderConfig, follows its widget's changes, and a
 // 429 from the Widget API throttles the connection and delays the resource.
-func testConnect[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T, config func(endpoint string) []client.Object) {
+func testConnect[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T, config func(endpoint string) []client.Object) {
 	const feedKind = "Widget.kind"
 	type want struct {
 		err     error
@@ -178,7 +181,7 @@ func testConnect[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T, 
 }
 
 func TestDisconnect(t *testing.T) {
-	if err := (&external[*nsv1alpha1.Widget]{}).Disconnect(t.Context()); err != nil {
+	if err := (&external[*nsv1beta1.Widget]{}).Disconnect(t.Context()); err != nil {
 		t.Errorf("Disconnect(...): want nil, got %v", err)
 	}
 }

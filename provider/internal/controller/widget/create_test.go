@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/utils/ptr"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
 	"github.com/widgetco/crossplane-widget/widgetapi"
@@ -25,7 +25,7 @@ func TestCreate(t *testing.T) {
 	t.Run("Cluster", func(t *testing.T) { testCreate(t, newCluster) })
 }
 
-func testCreate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
+func testCreate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 	// widget is what the test compares of the widget in the API.
 	type widget struct {
 		Size, Region, Description string
@@ -48,8 +48,8 @@ func testCreate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 		want   want
 	}{
 		"AllFields": {
-			reason: "The widget is created as specified, carrying our marker, and its status is recorded at once.",
-			mods:   []mod{defaultName(), withSpec(with(full, func(p *commonv1alpha1.WidgetParameters) { p.Region = ptr.To("eu-west-1") }))},
+			reason: "The widget is created as specified, in the region spec.initProvider names, carrying our marker, and its status is recorded at once.",
+			mods:   []mod{defaultName(), withSpec(full), withInit(commonv1beta1.WidgetInitParameters{Region: ptr.To("eu-west-1")})},
 			want: want{
 				widget: &widget{Size: "small", Region: "eu-west-1", Description: "web tier", State: widgetapi.StateProvisioning,
 					Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
@@ -64,10 +64,42 @@ func testCreate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 				ready:  xpv2.Creating(),
 			},
 		},
+		"InitProviderOnly": {
+			reason: "Values set only in spec.initProvider are used to create the widget.",
+			mods: []mod{defaultName(), withInit(commonv1beta1.WidgetInitParameters{
+				Region: ptr.To("eu-west-1"), Size: ptr.To("medium"), Labels: map[string]string{"team": "b"}, Description: ptr.To("first"),
+			})},
+			want: want{
+				widget: &widget{Size: "medium", Region: "eu-west-1", Description: "first", State: widgetapi.StateProvisioning,
+					Labels: map[string]string{"team": "b", names.OwnerLabel: ownerPlaceholder}},
+				ready: xpv2.Creating(),
+			},
+		},
+		"ForProviderWins": {
+			reason: "Where spec.forProvider and spec.initProvider both set a field, forProvider's value is used; labels are one field, so forProvider's replace initProvider's (Observe compares forProvider's as the whole set: merged keys would be removed as drift).",
+			mods: []mod{defaultName(), withSpec(full), withInit(commonv1beta1.WidgetInitParameters{
+				Size: ptr.To("large"), Labels: map[string]string{"team": "b", "env": "prod"}, Description: ptr.To("first"),
+			})},
+			want: want{
+				widget: &widget{Size: "small", Region: "us-east-1", Description: "web tier", State: widgetapi.StateProvisioning,
+					Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
+				ready: xpv2.Creating(),
+			},
+		},
+		"InitProviderFillsGaps": {
+			reason: "spec.initProvider supplies the fields spec.forProvider leaves unset, field by field.",
+			mods: []mod{defaultName(), withSpec(commonv1beta1.WidgetParameters{Description: ptr.To("web tier")}),
+				withInit(commonv1beta1.WidgetInitParameters{Size: ptr.To("large"), Labels: map[string]string{"env": "prod"}, Description: ptr.To("first")})},
+			want: want{
+				widget: &widget{Size: "large", Region: "us-east-1", Description: "web tier", State: widgetapi.StateProvisioning,
+					Labels: map[string]string{"env": "prod", names.OwnerLabel: ownerPlaceholder}},
+				ready: xpv2.Creating(),
+			},
+		},
 		"AlreadyExists": {
 			reason: "A name taken in the meantime is an error that says so, and the existing widget is left alone.",
 			seed:   withSeed(fullSeed(""), func(s *seed) { s.state = widgetapi.StateProvisioning }),
-			mods:   []mod{defaultName(), withSpec(with(full, func(p *commonv1alpha1.WidgetParameters) { p.Size = ptr.To("large") }))},
+			mods:   []mod{defaultName(), withSpec(with(full, func(p *commonv1beta1.WidgetParameters) { p.Size = ptr.To("large") }))},
 			want: want{
 				err: cmpopts.AnyError, mentions: []string{"already has a widget named"},
 				widget: &widget{Size: "small", Region: "us-east-1", Description: "web tier", State: widgetapi.StateProvisioning, Labels: map[string]string{"team": "a"}},
@@ -76,7 +108,7 @@ func testCreate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 		},
 		"MostLabels": {
 			reason: "A spec with as many labels as the CRD allows (31) can be created: with the ownership marker that is the 32 the API allows.",
-			mods:   []mod{defaultName(), withSpec(commonv1alpha1.WidgetParameters{Labels: mostLabels()})},
+			mods:   []mod{defaultName(), withSpec(commonv1beta1.WidgetParameters{Labels: mostLabels()})},
 			want: want{
 				widget: &widget{Size: "small", Region: "us-east-1", State: widgetapi.StateProvisioning,
 					Labels: func() map[string]string { l := mostLabels(); l[names.OwnerLabel] = ownerPlaceholder; return l }()},
@@ -85,7 +117,7 @@ func testCreate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 		},
 		"Rejected": {
 			reason: "A create the API rejects goes through Check and is returned.",
-			mods:   []mod{defaultName(), withSpec(with(full, func(p *commonv1alpha1.WidgetParameters) { p.Region = ptr.To("Not A Region") }))},
+			mods:   []mod{defaultName(), withSpec(full), withInit(commonv1beta1.WidgetInitParameters{Region: ptr.To("Not A Region")})},
 			want:   want{err: cmpopts.AnyError, checked: isInvalid, ready: noReady},
 		},
 	}
@@ -99,6 +131,7 @@ func testCreate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 			for _, m := range tc.mods {
 				m(mg)
 			}
+			forProvider, initProvider := mg.GetWidgetParameters().DeepCopy(), mg.GetWidgetInitParameters().DeepCopy()
 			owner := names.Owner(mg)
 			name := meta.GetExternalName(mg)
 			if tc.seed != nil {
@@ -130,7 +163,7 @@ func testCreate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 			if diff := cmp.Diff(wantWidget, gotWidget); diff != "" {
 				t.Errorf("%s\nwidget in the API: -want, +got:\n%s", tc.reason, diff)
 			}
-			wantStatus := commonv1alpha1.WidgetObservation{}
+			wantStatus := commonv1beta1.WidgetObservation{}
 			if err == nil {
 				wantStatus = observation(w)
 			}
@@ -139,6 +172,12 @@ func testCreate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 			}
 			if diff := cmp.Diff(tc.want.ready, mg.GetCondition(xpv2.TypeReady), ignoreTransitionTime); diff != "" {
 				t.Errorf("%s\nReady condition: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(forProvider, mg.GetWidgetParameters()); diff != "" {
+				t.Errorf("%s\nCreate(...) changed spec.forProvider: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(initProvider, mg.GetWidgetInitParameters()); diff != "" {
+				t.Errorf("%s\nCreate(...) changed spec.initProvider: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

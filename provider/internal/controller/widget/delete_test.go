@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
 	"github.com/widgetco/crossplane-widget/widgetapi"
@@ -24,7 +24,7 @@ func TestDelete(t *testing.T) {
 	t.Run("Cluster", func(t *testing.T) { testDelete(t, newCluster) })
 }
 
-func testDelete[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
+func testDelete[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 	type want struct {
 		err     error
 		checked func(error) bool

@@ -7,7 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
@@ -32,16 +32,14 @@ func (d differences) String() string {
 	return strings.Join(parts, "; ")
 }
 
-// compare reports where w differs from the fields the user specified. Fields
-// the user left unset are not compared, so server defaults are never drift.
-// The ownership markers must be exactly markers.
-func compare(p *commonv1alpha1.WidgetParameters, w *widgetapi.Widget, markers map[string]string) differences {
+// compare reports where w differs from the fields the user specified in
+// spec.forProvider. Fields left unset there are not compared, so server
+// defaults are never drift, and neither is spec.initProvider, which is used
+// only to create the widget. The ownership markers must be exactly markers.
+func compare(p *commonv1beta1.WidgetParameters, w *widgetapi.Widget, markers map[string]string) differences {
 	var d differences
 	if p.Size != nil && *p.Size != w.Size {
 		d = append(d, difference{"size", quote(*p.Size), quote(w.Size)})
-	}
-	if p.Region != nil && *p.Region != w.Region {
-		d = append(d, difference{"region", quote(*p.Region), quote(w.Region)})
 	}
 	have := userLabels(w.Labels)
 	if p.Labels != nil && !maps.Equal(p.Labels, have) {
@@ -56,30 +54,45 @@ func compare(p *commonv1alpha1.WidgetParameters, w *widgetapi.Widget, markers ma
 	return d
 }
 
-// lateInitialize fills the fields the user left unset with what the API
-// reports, and says whether it changed anything.
-func lateInitialize(p *commonv1alpha1.WidgetParameters, w *widgetapi.Widget) bool {
+// lateInitialize fills the spec.forProvider fields the user left unset with
+// what the API reports, and says whether it changed anything. A field set in
+// spec.initProvider is left unset: it was set for the widget's creation only,
+// and copying it to forProvider would make Crossplane manage it.
+func lateInitialize(p *commonv1beta1.WidgetParameters, init *commonv1beta1.WidgetInitParameters, w *widgetapi.Widget) bool {
 	changed := false
-	if p.Size == nil && w.Size != "" {
+	if p.Size == nil && init.Size == nil && w.Size != "" {
 		p.Size, changed = &w.Size, true
 	}
-	if p.Region == nil && w.Region != "" {
-		p.Region, changed = &w.Region, true
-	}
-	if l := userLabels(w.Labels); p.Labels == nil && len(l) > 0 {
+	if l := userLabels(w.Labels); p.Labels == nil && init.Labels == nil && len(l) > 0 {
 		p.Labels, changed = l, true
 	}
-	if p.Description == nil && w.Description != "" {
+	if p.Description == nil && init.Description == nil && w.Description != "" {
 		p.Description, changed = &w.Description, true
 	}
 	return changed
+}
+
+// creation returns the widget to create: spec.forProvider's fields, with
+// spec.initProvider's where forProvider leaves them unset, field by field,
+// and the region, which only spec.initProvider has. Labels are one field:
+// forProvider's, when set, are the widget's whole set (Observe compares them
+// as such), so initProvider's are not merged into them.
+func creation(p *commonv1beta1.WidgetParameters, init *commonv1beta1.WidgetInitParameters) (size, region, description string, labels map[string]string) {
+	size = deref(p.Size, deref(init.Size, ""))
+	region = deref(init.Region, "")
+	description = deref(p.Description, deref(init.Description, ""))
+	labels = p.Labels
+	if labels == nil {
+		labels = init.Labels
+	}
+	return size, region, description, maps.Clone(labels)
 }
 
 // userLabels returns the labels without the provider's reserved ones.
 func userLabels(l map[string]string) map[string]string {
 	out := make(map[string]string, len(l))
 	for k, v := range l {
-		if !strings.HasPrefix(k, commonv1alpha1.OwnershipLabelPrefix) {
+		if !strings.HasPrefix(k, commonv1beta1.OwnershipLabelPrefix) {
 			out[k] = v
 		}
 	}
@@ -87,10 +100,10 @@ func userLabels(l map[string]string) map[string]string {
 }
 
 // observation converts an API widget to the resource's status.
-func observation(w *widgetapi.Widget) commonv1alpha1.WidgetObservation {
-	o := commonv1alpha1.WidgetObservation{
+func observation(w *widgetapi.Widget) commonv1beta1.WidgetObservation {
+	o := commonv1beta1.WidgetObservation{
 		ID:          w.ID,
-		State:       commonv1alpha1.WidgetState(w.State),
+		State:       commonv1beta1.WidgetState(w.State),
 		Message:     w.Message,
 		Endpoint:    w.Endpoint,
 		Generation:  w.Generation,
@@ -111,7 +124,7 @@ func observation(w *widgetapi.Widget) commonv1alpha1.WidgetObservation {
 }
 
 // fromObservation is the inverse of observation, for the fields compare uses.
-func fromObservation(o *commonv1alpha1.WidgetObservation) *widgetapi.Widget {
+func fromObservation(o *commonv1beta1.WidgetObservation) *widgetapi.Widget {
 	return &widgetapi.Widget{Size: o.Size, Region: o.Region, Labels: o.Labels, Description: o.Description}
 }
 

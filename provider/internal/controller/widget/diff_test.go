@@ -1,6 +1,7 @@
 package widget
 
 import (
+	"maps"
 	"testing"
 	"time"
 
@@ -11,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
-	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
+	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
@@ -26,78 +27,77 @@ func TestCompare(t *testing.T) {
 	owned := map[string]string{"team": "a", names.OwnerLabel: me}
 	cases := map[string]struct {
 		reason string
-		p      commonv1alpha1.WidgetParameters
+		p      commonv1beta1.WidgetParameters
 		w      widgetapi.Widget
 		want   string
 	}{
 		"UpToDate": {
 			reason: "A widget that matches every specified field, and carries our marker, has no differences.",
-			p:      commonv1alpha1.WidgetParameters{Size: ptr.To("small"), Region: ptr.To("us-east-1"), Labels: map[string]string{"team": "a"}, Description: ptr.To("d")},
+			p:      commonv1beta1.WidgetParameters{Size: ptr.To("small"), Labels: map[string]string{"team": "a"}, Description: ptr.To("d")},
 			w:      widgetapi.Widget{Size: "small", Region: "us-east-1", Labels: owned, Description: "d"},
 		},
 		"ServerDefaults": {
 			reason: "Fields the user left unset are not compared: server defaults are not drift.",
-			p:      commonv1alpha1.WidgetParameters{},
+			p:      commonv1beta1.WidgetParameters{},
 			w:      widgetapi.Widget{Size: "small", Region: "us-east-1", Labels: owned, Description: "d"},
 		},
 		"Size": {
 			reason: "A different size is reported with both values.",
-			p:      commonv1alpha1.WidgetParameters{Size: ptr.To("large")},
+			p:      commonv1beta1.WidgetParameters{Size: ptr.To("large")},
 			w:      widgetapi.Widget{Size: "small", Labels: owned},
 			want:   `size: want "large", have "small"`,
 		},
-		"Region": {
-			reason: "A different region is reported (Update refuses to change it).",
-			p:      commonv1alpha1.WidgetParameters{Region: ptr.To("eu-west-1")},
-			w:      widgetapi.Widget{Region: "us-east-1", Labels: owned},
-			want:   `region: want "eu-west-1", have "us-east-1"`,
+		"RegionNotCompared": {
+			reason: "The region is not in spec.forProvider (spec.initProvider sets it at creation only): a widget in any region matches.",
+			p:      commonv1beta1.WidgetParameters{Size: ptr.To("small")},
+			w:      widgetapi.Widget{Size: "small", Region: "eu-west-1", Labels: owned},
 		},
 		"Labels": {
 			reason: "Labels are compared as a whole, sorted, without the reserved ones.",
-			p:      commonv1alpha1.WidgetParameters{Labels: map[string]string{"team": "a"}},
+			p:      commonv1beta1.WidgetParameters{Labels: map[string]string{"team": "a"}},
 			w:      widgetapi.Widget{Labels: map[string]string{"team": "b", "env": "prod", names.OwnerLabel: me}},
 			want:   `labels: want {team=a}, have {env=prod, team=b}`,
 		},
 		"EmptyLabels": {
 			reason: "An explicitly empty label set is compared: the widget's user labels are drift.",
-			p:      commonv1alpha1.WidgetParameters{Labels: map[string]string{}},
+			p:      commonv1beta1.WidgetParameters{Labels: map[string]string{}},
 			w:      widgetapi.Widget{Labels: owned},
 			want:   `labels: want {}, have {team=a}`,
 		},
 		"ReservedLabelsIgnored": {
 			reason: "Labels under the provider's reserved prefix are not the user's to compare, and only the ownership markers are ours.",
-			p:      commonv1alpha1.WidgetParameters{Labels: map[string]string{"team": "a"}},
-			w:      widgetapi.Widget{Labels: map[string]string{"team": "a", names.OwnerLabel: me, commonv1alpha1.OwnershipLabelPrefix + "other": "x"}},
+			p:      commonv1beta1.WidgetParameters{Labels: map[string]string{"team": "a"}},
+			w:      widgetapi.Widget{Labels: map[string]string{"team": "a", names.OwnerLabel: me, commonv1beta1.OwnershipLabelPrefix + "other": "x"}},
 		},
 		"Description": {
 			reason: "A different description is reported, quoted.",
-			p:      commonv1alpha1.WidgetParameters{Description: ptr.To("web tier")},
+			p:      commonv1beta1.WidgetParameters{Description: ptr.To("web tier")},
 			w:      widgetapi.Widget{Description: "", Labels: owned},
 			want:   `description: want "web tier", have ""`,
 		},
 		"OwnerMissing": {
 			reason: "A widget without our ownership marker differs, even if every field matches.",
-			p:      commonv1alpha1.WidgetParameters{Labels: map[string]string{"team": "a"}},
+			p:      commonv1beta1.WidgetParameters{Labels: map[string]string{"team": "a"}},
 			w:      widgetapi.Widget{Labels: map[string]string{"team": "a"}},
 			want:   `ownership labels: want {widgetco.io/owner=n_team-a.web}, have {}`,
 		},
 		"OwnerOther": {
 			reason: "A widget marked for another owner differs.",
-			p:      commonv1alpha1.WidgetParameters{},
+			p:      commonv1beta1.WidgetParameters{},
 			w:      widgetapi.Widget{Labels: map[string]string{names.OwnerLabel: "c_web"}},
 			want:   `ownership labels: want {widgetco.io/owner=n_team-a.web}, have {widgetco.io/owner=c_web}`,
 		},
 		"OwnerNamespaceStale": {
 			reason: "A namespace marker the resource does not set is an ownership difference.",
-			p:      commonv1alpha1.WidgetParameters{},
+			p:      commonv1beta1.WidgetParameters{},
 			w:      widgetapi.Widget{Labels: map[string]string{names.OwnerLabel: me, names.OwnerNamespaceLabel: "team-b"}},
 			want:   `ownership labels: want {widgetco.io/owner=n_team-a.web}, have {widgetco.io/owner=n_team-a.web, widgetco.io/owner-namespace=team-b}`,
 		},
 		"Everything": {
-			reason: "Every difference is listed in a stable order: size, region, labels, description, owner.",
-			p:      commonv1alpha1.WidgetParameters{Size: ptr.To("large"), Region: ptr.To("eu-west-1"), Labels: map[string]string{"team": "a"}, Description: ptr.To("d")},
+			reason: "Every difference is listed in a stable order: size, labels, description, owner.",
+			p:      commonv1beta1.WidgetParameters{Size: ptr.To("large"), Labels: map[string]string{"team": "a"}, Description: ptr.To("d")},
 			w:      widgetapi.Widget{Size: "small", Region: "us-east-1"},
-			want:   `size: want "large", have "small"; region: want "eu-west-1", have "us-east-1"; labels: want {team=a}, have {}; description: want "d", have ""; ownership labels: want {widgetco.io/owner=n_team-a.web}, have {}`,
+			want:   `size: want "large", have "small"; labels: want {team=a}, have {}; description: want "d", have ""; ownership labels: want {widgetco.io/owner=n_team-a.web}, have {}`,
 		},
 	}
 	for name, tc := range cases {
@@ -136,49 +136,135 @@ func TestLateInitialize(t *testing.T) {
 	full := widgetapi.Widget{Size: "medium", Region: "eu-west-1", Labels: map[string]string{"team": "a", names.OwnerLabel: me}, Description: "d"}
 	cases := map[string]struct {
 		reason      string
-		p           commonv1alpha1.WidgetParameters
+		p           commonv1beta1.WidgetParameters
+		init        commonv1beta1.WidgetInitParameters
 		w           widgetapi.Widget
-		want        commonv1alpha1.WidgetParameters
+		want        commonv1beta1.WidgetParameters
 		wantChanged bool
 	}{
 		"Empty": {
-			reason:      "Every unset field takes the widget's value; reserved labels stay out of the spec.",
+			reason:      "Every unset field takes the widget's value; reserved labels stay out of the spec, and the region has no place in it.",
 			w:           full,
-			want:        commonv1alpha1.WidgetParameters{Size: ptr.To("medium"), Region: ptr.To("eu-west-1"), Labels: map[string]string{"team": "a"}, Description: ptr.To("d")},
+			want:        commonv1beta1.WidgetParameters{Size: ptr.To("medium"), Labels: map[string]string{"team": "a"}, Description: ptr.To("d")},
 			wantChanged: true,
 		},
 		"AllSet": {
 			reason: "Fields the user set are never overwritten, even when they differ (that is drift).",
-			p:      commonv1alpha1.WidgetParameters{Size: ptr.To("large"), Region: ptr.To("us-east-1"), Labels: map[string]string{"x": "y"}, Description: ptr.To("mine")},
+			p:      commonv1beta1.WidgetParameters{Size: ptr.To("large"), Labels: map[string]string{"x": "y"}, Description: ptr.To("mine")},
 			w:      full,
-			want:   commonv1alpha1.WidgetParameters{Size: ptr.To("large"), Region: ptr.To("us-east-1"), Labels: map[string]string{"x": "y"}, Description: ptr.To("mine")},
+			want:   commonv1beta1.WidgetParameters{Size: ptr.To("large"), Labels: map[string]string{"x": "y"}, Description: ptr.To("mine")},
 		},
 		"Partial": {
 			reason:      "Only the unset fields are filled.",
-			p:           commonv1alpha1.WidgetParameters{Size: ptr.To("large")},
+			p:           commonv1beta1.WidgetParameters{Size: ptr.To("large")},
 			w:           full,
-			want:        commonv1alpha1.WidgetParameters{Size: ptr.To("large"), Region: ptr.To("eu-west-1"), Labels: map[string]string{"team": "a"}, Description: ptr.To("d")},
+			want:        commonv1beta1.WidgetParameters{Size: ptr.To("large"), Labels: map[string]string{"team": "a"}, Description: ptr.To("d")},
+			wantChanged: true,
+		},
+		"InitProviderSet": {
+			reason: "Fields set in spec.initProvider were for the creation only: they stay unset in spec.forProvider, so Crossplane does not manage them.",
+			init:   commonv1beta1.WidgetInitParameters{Region: ptr.To("eu-west-1"), Size: ptr.To("small"), Labels: map[string]string{"team": "b"}, Description: ptr.To("first")},
+			w:      full,
+		},
+		"InitProviderPartial": {
+			reason:      "Only the fields spec.initProvider leaves unset are filled.",
+			init:        commonv1beta1.WidgetInitParameters{Size: ptr.To("small")},
+			w:           full,
+			want:        commonv1beta1.WidgetParameters{Labels: map[string]string{"team": "a"}, Description: ptr.To("d")},
+			wantChanged: true,
+		},
+		"InitProviderRegionOnly": {
+			reason:      "A region in spec.initProvider does not stop the other fields from being filled.",
+			init:        commonv1beta1.WidgetInitParameters{Region: ptr.To("eu-west-1")},
+			w:           full,
+			want:        commonv1beta1.WidgetParameters{Size: ptr.To("medium"), Labels: map[string]string{"team": "a"}, Description: ptr.To("d")},
+			wantChanged: true,
+		},
+		"InitProviderEmptyLabels": {
+			reason:      "Explicitly empty labels in spec.initProvider are set there: spec.forProvider's labels stay unset.",
+			init:        commonv1beta1.WidgetInitParameters{Labels: map[string]string{}},
+			w:           full,
+			want:        commonv1beta1.WidgetParameters{Size: ptr.To("medium"), Description: ptr.To("d")},
 			wantChanged: true,
 		},
 		"NothingToLearn": {
 			reason: "Empty values and reserved-only labels leave the spec alone.",
-			w:      widgetapi.Widget{Labels: map[string]string{names.OwnerLabel: me}},
+			w:      widgetapi.Widget{Region: "us-east-1", Labels: map[string]string{names.OwnerLabel: me}},
 		},
 		"EmptyLabelsKept": {
 			reason: "An explicitly empty label set is the user's choice, not unset.",
-			p:      commonv1alpha1.WidgetParameters{Labels: map[string]string{}},
+			p:      commonv1beta1.WidgetParameters{Labels: map[string]string{}},
 			w:      widgetapi.Widget{Labels: map[string]string{"team": "a"}},
-			want:   commonv1alpha1.WidgetParameters{Labels: map[string]string{}},
+			want:   commonv1beta1.WidgetParameters{Labels: map[string]string{}},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			changed := lateInitialize(&tc.p, &tc.w)
+			initBefore := tc.init.DeepCopy()
+			changed := lateInitialize(&tc.p, &tc.init, &tc.w)
 			if diff := cmp.Diff(tc.want, tc.p); diff != "" {
 				t.Errorf("%s\nparameters: -want, +got:\n%s", tc.reason, diff)
 			}
 			if changed != tc.wantChanged {
 				t.Errorf("%s\nlateInitialize(...): want %t, got %t", tc.reason, tc.wantChanged, changed)
+			}
+			if diff := cmp.Diff(*initBefore, tc.init); diff != "" {
+				t.Errorf("%s\nlateInitialize(...) changed spec.initProvider: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestCreation(t *testing.T) {
+	type want struct {
+		Size, Region, Description string
+		Labels                    map[string]string
+	}
+	cases := map[string]struct {
+		reason string
+		p      commonv1beta1.WidgetParameters
+		init   commonv1beta1.WidgetInitParameters
+		want   want
+	}{
+		"Nothing": {
+			reason: "With nothing set the API picks its defaults, and there are no user labels.",
+		},
+		"ForProviderOnly": {
+			reason: "spec.forProvider's fields are used; the region is left to the API.",
+			p:      commonv1beta1.WidgetParameters{Size: ptr.To("small"), Labels: map[string]string{"team": "a"}, Description: ptr.To("web tier")},
+			want:   want{Size: "small", Description: "web tier", Labels: map[string]string{"team": "a"}},
+		},
+		"InitProviderOnly": {
+			reason: "spec.initProvider's fields, the region among them, are used when spec.forProvider leaves them unset.",
+			init:   commonv1beta1.WidgetInitParameters{Region: ptr.To("eu-west-1"), Size: ptr.To("medium"), Labels: map[string]string{"team": "b"}, Description: ptr.To("first")},
+			want:   want{Size: "medium", Region: "eu-west-1", Description: "first", Labels: map[string]string{"team": "b"}},
+		},
+		"ForProviderWins": {
+			reason: "Where both set a field spec.forProvider's value is used; labels are one field, so forProvider's replace initProvider's (Observe compares forProvider's as the whole set: merged keys would be removed as drift).",
+			p:      commonv1beta1.WidgetParameters{Size: ptr.To("small"), Labels: map[string]string{"team": "a"}, Description: ptr.To("web tier")},
+			init:   commonv1beta1.WidgetInitParameters{Region: ptr.To("eu-west-1"), Size: ptr.To("large"), Labels: map[string]string{"team": "b", "env": "prod"}, Description: ptr.To("first")},
+			want:   want{Size: "small", Region: "eu-west-1", Description: "web tier", Labels: map[string]string{"team": "a"}},
+		},
+		"FieldByField": {
+			reason: "Each field comes from wherever it is set.",
+			p:      commonv1beta1.WidgetParameters{Description: ptr.To("web tier")},
+			init:   commonv1beta1.WidgetInitParameters{Size: ptr.To("large"), Labels: map[string]string{"env": "prod"}},
+			want:   want{Size: "large", Description: "web tier", Labels: map[string]string{"env": "prod"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pBefore, initBefore := tc.p.DeepCopy(), tc.init.DeepCopy()
+			var got want
+			got.Size, got.Region, got.Description, got.Labels = creation(&tc.p, &tc.init)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\ncreation(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(*pBefore, tc.p); diff != "" {
+				t.Errorf("%s\ncreation(...) changed spec.forProvider: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(*initBefore, tc.init); diff != "" {
+				t.Errorf("%s\ncreation(...) changed spec.initProvider: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
@@ -187,20 +273,20 @@ func TestLateInitialize(t *testing.T) {
 func TestDesiredLabels(t *testing.T) {
 	cases := map[string]struct {
 		reason  string
-		p       commonv1alpha1.WidgetParameters
+		labels  map[string]string
 		current map[string]string
 		want    map[string]string
 	}{
 		"Specified": {
 			reason:  "The user's labels replace the widget's, plus our markers.",
-			p:       commonv1alpha1.WidgetParameters{Labels: map[string]string{"team": "a"}},
+			labels:  map[string]string{"team": "a"},
 			current: map[string]string{"team": "b", "extra": "x"},
 			want:    map[string]string{"team": "a", names.OwnerLabel: me},
 		},
 		"Unspecified": {
 			reason:  "Without labels in the spec the widget keeps its labels, reserved ones included, and gets our markers.",
-			current: map[string]string{"team": "b", commonv1alpha1.OwnershipLabelPrefix + "other": "x"},
-			want:    map[string]string{"team": "b", commonv1alpha1.OwnershipLabelPrefix + "other": "x", names.OwnerLabel: me},
+			current: map[string]string{"team": "b", commonv1beta1.OwnershipLabelPrefix + "other": "x"},
+			want:    map[string]string{"team": "b", commonv1beta1.OwnershipLabelPrefix + "other": "x", names.OwnerLabel: me},
 		},
 		"MarkersReplaced": {
 			reason:  "Our markers replace any other owner's, including a stale namespace marker.",
@@ -209,7 +295,7 @@ func TestDesiredLabels(t *testing.T) {
 		},
 		"EmptySpec": {
 			reason:  "An explicitly empty label set leaves only our markers.",
-			p:       commonv1alpha1.WidgetParameters{Labels: map[string]string{}},
+			labels:  map[string]string{},
 			current: map[string]string{"team": "b"},
 			want:    map[string]string{names.OwnerLabel: me},
 		},
@@ -220,15 +306,12 @@ func TestDesiredLabels(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			before := map[string]string{}
-			for k, v := range tc.p.Labels {
-				before[k] = v
-			}
-			got := desiredLabels(&tc.p, tc.current, markers)
+			before := maps.Clone(tc.labels)
+			got := desiredLabels(tc.labels, tc.current, markers)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\ndesiredLabels(...): -want, +got:\n%s", tc.reason, diff)
 			}
-			if diff := cmp.Diff(before, tc.p.Labels, cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(before, tc.labels, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("%s\ndesiredLabels(...) changed the spec's labels: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
@@ -242,20 +325,20 @@ func TestObservation(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		w      widgetapi.Widget
-		want   commonv1alpha1.WidgetObservation
+		want   commonv1beta1.WidgetObservation
 	}{
 		"Full": {
 			reason: "Every field is copied; timestamps are cut to seconds, as Kubernetes stores them.",
 			w: widgetapi.Widget{ID: "w-1", Name: "web", Size: "small", Region: "us-east-1", Labels: labels, Description: "d",
 				State: widgetapi.StateFailed, Message: "no capacity", Endpoint: "https://w-1.example", Generation: 3, CreatedAt: created, UpdatedAt: updated},
-			want: commonv1alpha1.WidgetObservation{ID: "w-1", State: commonv1alpha1.WidgetStateFailed, Message: "no capacity", Endpoint: "https://w-1.example",
+			want: commonv1beta1.WidgetObservation{ID: "w-1", State: commonv1beta1.WidgetStateFailed, Message: "no capacity", Endpoint: "https://w-1.example",
 				Generation: 3, Size: "small", Region: "us-east-1", Labels: labels, Description: "d",
 				CreatedAt: ptr.To(metav1.NewTime(created.Truncate(time.Second))), UpdatedAt: ptr.To(metav1.NewTime(updated.Truncate(time.Second)))},
 		},
 		"NoTimestamps": {
 			reason: "Zero timestamps are left unset rather than reported as 1970.",
 			w:      widgetapi.Widget{ID: "w-1", State: widgetapi.StateReady},
-			want:   commonv1alpha1.WidgetObservation{ID: "w-1", State: commonv1alpha1.WidgetStateReady},
+			want:   commonv1beta1.WidgetObservation{ID: "w-1", State: commonv1beta1.WidgetStateReady},
 		},
 	}
 	for name, tc := range cases {
@@ -335,7 +418,7 @@ func TestObserveOnly(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			mg := &nsv1alpha1.Widget{}
+			mg := &nsv1beta1.Widget{}
 			mg.SetManagementPolicies(tc.policies)
 			if got := observeOnly(mg); got != tc.want {
 				t.Errorf("%s\nobserveOnly(...): want %t, got %t", tc.reason, tc.want, got)
@@ -376,11 +459,11 @@ func TestCause(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			mg := &nsv1alpha1.Widget{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+			mg := &nsv1beta1.Widget{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
 			if tc.synced != nil {
 				mg.SetConditions(*tc.synced)
 			}
-			e := &external[*nsv1alpha1.Widget]{adopting: tc.adopting}
+			e := &external[*nsv1beta1.Widget]{adopting: tc.adopting}
 			if got := e.cause(mg); got != tc.want {
 				t.Errorf("%s\ncause(...): want %q, got %q", tc.reason, tc.want, got)
 			}

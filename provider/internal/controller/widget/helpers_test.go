@@ -17,9 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
-	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	clusterv1beta1 "github.com/widgetco/crossplane-widget/apis/cluster/v1beta1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
+	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
@@ -37,51 +37,56 @@ const (
 	markersPlaceholder = "{markers}"
 )
 
-func newNamespaced() *nsv1alpha1.Widget {
-	return &nsv1alpha1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "web", Generation: 1, UID: "uid-web"}}
+func newNamespaced() *nsv1beta1.Widget {
+	return &nsv1beta1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "web", Generation: 1, UID: "uid-web"}}
 }
 
-func newCluster() *clusterv1alpha1.Widget {
-	return &clusterv1alpha1.Widget{ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 1, UID: "uid-web"}}
+func newCluster() *clusterv1beta1.Widget {
+	return &clusterv1beta1.Widget{ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 1, UID: "uid-web"}}
 }
 
 // A mod changes a managed resource before the test.
-type mod func(mg commonv1alpha1.WidgetResource)
+type mod func(mg commonv1beta1.WidgetResource)
 
 // explicitName sets an external name as a user importing a widget would.
 func explicitName(n string) mod {
-	return func(mg commonv1alpha1.WidgetResource) { meta.SetExternalName(mg, n) }
+	return func(mg commonv1beta1.WidgetResource) { meta.SetExternalName(mg, n) }
 }
 
 // defaultName gives the resource the external name the provider chooses.
 func defaultName() mod {
-	return func(mg commonv1alpha1.WidgetResource) {
+	return func(mg commonv1beta1.WidgetResource) {
 		n := names.Default(mg)
 		meta.SetExternalName(mg, n)
 		meta.AddAnnotations(mg, map[string]string{names.AnnotationDefaultExternalName: n})
 	}
 }
 
-func withSpec(p commonv1alpha1.WidgetParameters) mod {
-	return func(mg commonv1alpha1.WidgetResource) { *mg.GetWidgetParameters() = *p.DeepCopy() }
+func withSpec(p commonv1beta1.WidgetParameters) mod {
+	return func(mg commonv1beta1.WidgetResource) { *mg.GetWidgetParameters() = *p.DeepCopy() }
+}
+
+// withInit sets spec.initProvider.
+func withInit(p commonv1beta1.WidgetInitParameters) mod {
+	return func(mg commonv1beta1.WidgetResource) { *mg.GetWidgetInitParameters() = *p.DeepCopy() }
 }
 
 func deleted() mod {
-	return func(mg commonv1alpha1.WidgetResource) {
+	return func(mg commonv1beta1.WidgetResource) {
 		now := metav1.Now()
 		mg.SetDeletionTimestamp(&now)
 	}
 }
 
 func observeOnlyPolicy() mod {
-	return func(mg commonv1alpha1.WidgetResource) {
+	return func(mg commonv1beta1.WidgetResource) {
 		mg.SetManagementPolicies(xpv2.ManagementPolicies{xpv2.ManagementActionObserve})
 	}
 }
 
 // synced marks the resource's current spec as successfully synced.
 func synced() mod {
-	return func(mg commonv1alpha1.WidgetResource) {
+	return func(mg commonv1beta1.WidgetResource) {
 		mg.SetConditions(xpv2.ReconcileSuccess().WithObservedGeneration(mg.GetGeneration()))
 	}
 }
@@ -89,7 +94,7 @@ func synced() mod {
 // syncedEarlier marks an older generation of the spec as synced: the user
 // changed the spec since.
 func syncedEarlier() mod {
-	return func(mg commonv1alpha1.WidgetResource) {
+	return func(mg commonv1beta1.WidgetResource) {
 		mg.SetConditions(xpv2.ReconcileSuccess().WithObservedGeneration(mg.GetGeneration() - 1))
 	}
 }
@@ -107,10 +112,10 @@ type seed struct {
 	state widgetapi.State
 }
 
-// full are parameters that match fullSeed.
-var full = commonv1alpha1.WidgetParameters{
+// full are parameters that match fullSeed. A widget's region is not among
+// them: it is set only in spec.initProvider, for the widget's creation.
+var full = commonv1beta1.WidgetParameters{
 	Size:        ptr.To("small"),
-	Region:      ptr.To("us-east-1"),
 	Labels:      map[string]string{"team": "a"},
 	Description: ptr.To("web tier"),
 }
@@ -119,7 +124,7 @@ func fullSeed(owner string) *seed {
 	return &seed{size: "small", region: "us-east-1", labels: map[string]string{"team": "a"}, description: "web tier", owner: owner, state: widgetapi.StateReady}
 }
 
-func with(p commonv1alpha1.WidgetParameters, fn func(p *commonv1alpha1.WidgetParameters)) commonv1alpha1.WidgetParameters {
+func with(p commonv1beta1.WidgetParameters, fn func(p *commonv1beta1.WidgetParameters)) commonv1beta1.WidgetParameters {
 	out := p.DeepCopy()
 	fn(out)
 	return *out

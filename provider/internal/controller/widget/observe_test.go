@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
 	"github.com/widgetco/crossplane-widget/widgetapi"
@@ -26,7 +26,7 @@ func TestObserve(t *testing.T) {
 	t.Run("Cluster", func(t *testing.T) { testObserve(t, newCluster) })
 }
 
-func testObserve[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
+func testObserve[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 	type want struct {
 		// o is the observation, except its connection details.
 		o managed.ExternalObservation
@@ -37,7 +37,7 @@ func testObserve[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) 
 		mentions []string
 		checked  func(error) bool
 		ready    xpv2.Condition
-		spec     commonv1alpha1.WidgetParameters
+		spec     commonv1beta1.WidgetParameters
 		// status says whether status.atProvider shows the widget.
 		status   bool
 		adopting bool
@@ -77,11 +77,11 @@ func testObserve[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) 
 		"SizeDrift": {
 			reason: "A different size is drift, with a readable diff.",
 			seed:   fullSeed(ownerPlaceholder),
-			mods:   []mod{defaultName(), withSpec(with(full, func(p *commonv1alpha1.WidgetParameters) { p.Size = ptr.To("large") }))},
+			mods:   []mod{defaultName(), withSpec(with(full, func(p *commonv1beta1.WidgetParameters) { p.Size = ptr.To("large") }))},
 			want: want{
 				o:        managed.ExternalObservation{ResourceExists: true, Diff: `size: want "large", have "small"`},
 				endpoint: true, ready: xpv2.Available(), status: true,
-				spec: with(full, func(p *commonv1alpha1.WidgetParameters) { p.Size = ptr.To("large") }),
+				spec: with(full, func(p *commonv1beta1.WidgetParameters) { p.Size = ptr.To("large") }),
 			},
 		},
 		"LabelsDrift": {
@@ -102,14 +102,25 @@ func testObserve[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) 
 				endpoint: true, ready: xpv2.Available(), spec: full, status: true,
 			},
 		},
-		"RegionDiffers": {
-			reason: "A region that differs from the spec is reported (Update explains that it cannot change).",
+		"InitProviderRegionIgnored": {
+			reason: "spec.initProvider.region is used only to create the widget: a widget in another region is up to date.",
 			seed:   fullSeed(ownerPlaceholder),
-			mods:   []mod{defaultName(), withSpec(with(full, func(p *commonv1alpha1.WidgetParameters) { p.Region = ptr.To("eu-west-1") }))},
+			mods:   []mod{defaultName(), withSpec(full), withInit(commonv1beta1.WidgetInitParameters{Region: ptr.To("eu-west-1")})},
 			want: want{
-				o:        managed.ExternalObservation{ResourceExists: true, Diff: `region: want "eu-west-1", have "us-east-1"`},
+				o:        managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				endpoint: true, ready: xpv2.Available(), spec: full, status: true,
+			},
+		},
+		"InitProviderNotCompared": {
+			reason: "Values set only in spec.initProvider are neither compared (the widget changed since its creation is up to date) nor late-initialized into spec.forProvider; the other fields are.",
+			seed:   fullSeed(ownerPlaceholder),
+			mods: []mod{defaultName(), withInit(commonv1beta1.WidgetInitParameters{
+				Region: ptr.To("eu-west-1"), Size: ptr.To("large"), Description: ptr.To("first"),
+			})},
+			want: want{
+				o:        managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
 				endpoint: true, ready: xpv2.Available(), status: true,
-				spec: with(full, func(p *commonv1alpha1.WidgetParameters) { p.Region = ptr.To("eu-west-1") }),
+				spec: commonv1beta1.WidgetParameters{Labels: map[string]string{"team": "a"}},
 			},
 		},
 		"OwnerLabelRemoved": {
@@ -123,19 +134,19 @@ func testObserve[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) 
 			},
 		},
 		"ServerDefaultsAreNotDrift": {
-			reason: "Size and region the user left unset take the server's defaults; they are late-initialized, not drift.",
+			reason: "Size and region the user left unset take the server's defaults; they are not drift, and the size is late-initialized (the region has no place in spec.forProvider).",
 			seed:   &seed{owner: ownerPlaceholder, state: widgetapi.StateReady},
 			mods:   []mod{defaultName()},
 			want: want{
 				o:        managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
 				endpoint: true, ready: xpv2.Available(), status: true,
-				spec: commonv1alpha1.WidgetParameters{Size: ptr.To("small"), Region: ptr.To("us-east-1")},
+				spec: commonv1beta1.WidgetParameters{Size: ptr.To("small")},
 			},
 		},
 		"LateInitialize": {
 			reason: "Every field the user left unset is filled from the widget, user labels only.",
 			seed:   fullSeed(ownerPlaceholder),
-			mods:   []mod{defaultName(), withSpec(commonv1alpha1.WidgetParameters{Size: ptr.To("small")})},
+			mods:   []mod{defaultName(), withSpec(commonv1beta1.WidgetParameters{Size: ptr.To("small")})},
 			want: want{
 				o:        managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
 				endpoint: true, ready: xpv2.Available(), spec: full, status: true,
@@ -218,12 +229,12 @@ func testObserve[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) 
 				s.act = resize("large")
 				s.state = widgetapi.StateResizing
 			}),
-			mods: []mod{defaultName(), withSpec(with(full, func(p *commonv1alpha1.WidgetParameters) { p.Size = ptr.To("large") }))},
+			mods: []mod{defaultName(), withSpec(with(full, func(p *commonv1beta1.WidgetParameters) { p.Size = ptr.To("large") }))},
 			want: want{
 				o:        managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 				endpoint: true, status: true,
 				ready: xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: ReasonResizing, Message: "The Widget API is resizing the widget to large"},
-				spec:  with(full, func(p *commonv1alpha1.WidgetParameters) { p.Size = ptr.To("large") }),
+				spec:  with(full, func(p *commonv1beta1.WidgetParameters) { p.Size = ptr.To("large") }),
 			},
 		},
 		"Failed": {
@@ -233,12 +244,12 @@ func testObserve[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) 
 				s.region = "eu-fail-1"
 				s.state = widgetapi.StateFailed
 			}),
-			mods: []mod{defaultName(), withSpec(with(full, func(p *commonv1alpha1.WidgetParameters) { p.Region = ptr.To("eu-fail-1") }))},
+			mods: []mod{defaultName(), withSpec(full), withInit(commonv1beta1.WidgetInitParameters{Region: ptr.To("eu-fail-1")})},
 			want: want{
 				o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 				ready: xpv2.Unavailable().WithMessage("The widget failed: region eu-fail-1 has no capacity for new widgets; " +
 					"delete this widget and create it in another region"),
-				spec:   with(full, func(p *commonv1alpha1.WidgetParameters) { p.Region = ptr.To("eu-fail-1") }),
+				spec:   full,
 				status: true,
 			},
 		},
@@ -249,11 +260,11 @@ func testObserve[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) 
 				s.act = deleteWidget
 				s.state = widgetapi.StateDeleting
 			}),
-			mods: []mod{defaultName(), withSpec(with(full, func(p *commonv1alpha1.WidgetParameters) { p.Size = ptr.To("large") })), deleted()},
+			mods: []mod{defaultName(), withSpec(with(full, func(p *commonv1beta1.WidgetParameters) { p.Size = ptr.To("large") })), deleted()},
 			want: want{
 				o:        managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 				endpoint: true, ready: xpv2.Deleting(), status: true,
-				spec: with(full, func(p *commonv1alpha1.WidgetParameters) { p.Size = ptr.To("large") }),
+				spec: with(full, func(p *commonv1beta1.WidgetParameters) { p.Size = ptr.To("large") }),
 			},
 		},
 		"DeletingOutOfBand": {
@@ -263,12 +274,12 @@ func testObserve[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) 
 				s.act = deleteWidget
 				s.state = widgetapi.StateDeleting
 			}),
-			mods: []mod{defaultName(), withSpec(with(full, func(p *commonv1alpha1.WidgetParameters) { p.Size = ptr.To("large") }))},
+			mods: []mod{defaultName(), withSpec(with(full, func(p *commonv1beta1.WidgetParameters) { p.Size = ptr.To("large") }))},
 			want: want{
 				o:        managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 				endpoint: true, status: true,
 				ready: xpv2.Unavailable().WithMessage("The widget is being deleted outside Crossplane; it will be created again once it is gone"),
-				spec:  with(full, func(p *commonv1alpha1.WidgetParameters) { p.Size = ptr.To("large") }),
+				spec:  with(full, func(p *commonv1beta1.WidgetParameters) { p.Size = ptr.To("large") }),
 			},
 		},
 		"RateLimited": {
@@ -287,13 +298,14 @@ func testObserve[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) 
 			for _, m := range tc.mods {
 				m(mg)
 			}
+			initProvider := mg.GetWidgetInitParameters().DeepCopy()
 			owner := names.Owner(mg)
 			var seeded *widgetapi.Widget
 			if tc.seed != nil {
 				seeded = tc.seed.create(t, api, meta.GetExternalName(mg), owner)
 			}
 			if tc.knownID {
-				mg.SetWidgetObservation(commonv1alpha1.WidgetObservation{ID: seeded.ID})
+				mg.SetWidgetObservation(commonv1beta1.WidgetObservation{ID: seeded.ID})
 			}
 			if tc.before != nil {
 				tc.before(t, api)
@@ -325,12 +337,15 @@ func testObserve[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) 
 			if diff := cmp.Diff(tc.want.spec, *mg.GetWidgetParameters(), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("%s\nspec.forProvider: -want, +got:\n%s", tc.reason, diff)
 			}
-			wantStatus := commonv1alpha1.WidgetObservation{}
+			if diff := cmp.Diff(initProvider, mg.GetWidgetInitParameters()); diff != "" {
+				t.Errorf("%s\nObserve(...) changed spec.initProvider: -want, +got:\n%s", tc.reason, diff)
+			}
+			wantStatus := commonv1beta1.WidgetObservation{}
 			switch {
 			case tc.want.status:
 				wantStatus = observation(seeded)
 			case tc.knownID:
-				wantStatus = commonv1alpha1.WidgetObservation{ID: seeded.ID}
+				wantStatus = commonv1beta1.WidgetObservation{ID: seeded.ID}
 			}
 			if diff := cmp.Diff(wantStatus, *mg.GetWidgetObservation()); diff != "" {
 				t.Errorf("%s\nstatus.atProvider: -want, +got:\n%s", tc.reason, diff)
@@ -353,8 +368,8 @@ func TestImportReview(t *testing.T) {
 // Observe it says whether taking the widget over would change it, field by
 // field; once taken over it says so with a fixed message; a resource that
 // was never observe-only does not get it.
-func testImportReview[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
-	reviewed := func(mg commonv1alpha1.WidgetResource) {
+func testImportReview[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
+	reviewed := func(mg commonv1beta1.WidgetResource) {
 		mg.SetConditions(xpv2.Condition{Type: TypeUpToDate, Status: corev1.ConditionFalse, Reason: ReasonWouldChange, Message: "earlier review"})
 	}
 	cases := map[string]struct {
@@ -373,7 +388,7 @@ func testImportReview[T commonv1alpha1.WidgetResource](t *testing.T, newMG func(
 		"ImportDiffers": {
 			reason: "Each field the spec sets differently is listed, as the provider would repair it.",
 			seed:   fullSeed(""),
-			mods: []mod{explicitName("imported"), observeOnlyPolicy(), withSpec(with(full, func(p *commonv1alpha1.WidgetParameters) {
+			mods: []mod{explicitName("imported"), observeOnlyPolicy(), withSpec(with(full, func(p *commonv1beta1.WidgetParameters) {
 				p.Size = ptr.To("medium")
 				p.Description = ptr.To("checkout")
 			}))},
@@ -384,6 +399,14 @@ func testImportReview[T commonv1alpha1.WidgetResource](t *testing.T, newMG func(
 			reason: "A widget this resource already owns and whose fields match: nothing would change.",
 			seed:   fullSeed(ownerPlaceholder),
 			mods:   []mod{defaultName(), withSpec(full), observeOnlyPolicy()},
+			want: xpv2.Condition{Type: TypeUpToDate, Status: corev1.ConditionTrue, Reason: ReasonNoDifference,
+				Message: "The widget matches the spec: switching to full management would change nothing."},
+		},
+		"InitProviderIgnored": {
+			reason: "spec.initProvider was for the creation only: a widget that differs from it would not change.",
+			seed:   fullSeed(ownerPlaceholder),
+			mods: []mod{defaultName(), withSpec(full), observeOnlyPolicy(),
+				withInit(commonv1beta1.WidgetInitParameters{Region: ptr.To("eu-west-1"), Size: ptr.To("large"), Description: ptr.To("first")})},
 			want: xpv2.Condition{Type: TypeUpToDate, Status: corev1.ConditionTrue, Reason: ReasonNoDifference,
 				Message: "The widget matches the spec: switching to full management would change nothing."},
 		},

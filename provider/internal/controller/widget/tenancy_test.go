@@ -7,7 +7,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/google/go-cmp/cmp"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
 	"github.com/widgetco/crossplane-widget/widgetapi"
@@ -87,7 +87,7 @@ func TestTenancy(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			env := apitest.Start(t)
 			api := env.Client(t, apitest.TokenA)
-			var mg commonv1alpha1.WidgetResource = newNamespaced()
+			var mg commonv1beta1.WidgetResource = newNamespaced()
 			if tc.cluster {
 				mg = newCluster()
 			}
@@ -99,7 +99,7 @@ func TestTenancy(t *testing.T) {
 			if tc.stale {
 				mg.SetWidgetObservation(observation(seeded))
 			}
-			e := &external[commonv1alpha1.WidgetResource]{api: api, record: event.NewNopRecorder(), metrics: metrics.New(), kind: "Widget"}
+			e := &external[commonv1beta1.WidgetResource]{api: api, record: event.NewNopRecorder(), metrics: metrics.New(), kind: "Widget"}
 
 			o, err := e.Observe(t.Context(), mg)
 			if (err != nil) != tc.want.err {
@@ -120,7 +120,7 @@ func TestTenancy(t *testing.T) {
 			if !tc.want.exists && len(o.ConnectionDetails) > 0 {
 				t.Errorf("%s\nObserve(...): a refused widget's connection details were published: %v", tc.reason, o.ConnectionDetails)
 			}
-			want := commonv1alpha1.WidgetObservation{}
+			want := commonv1beta1.WidgetObservation{}
 			if tc.want.status {
 				want = observation(seeded)
 			}

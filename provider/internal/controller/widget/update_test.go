@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/fakes"
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
@@ -29,10 +29,10 @@ func TestUpdate(t *testing.T) {
 
 // testUpdate observes a widget, as the reconciler does before every update,
 // then updates it.
-func testUpdate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
+func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 	type widget struct {
-		Size, Description string
-		Labels            map[string]string
+		Size, Region, Description string
+		Labels                    map[string]string
 	}
 	type want struct {
 		err      error
@@ -48,7 +48,7 @@ func testUpdate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 		updates map[string]float64
 		ready   xpv2.Condition
 	}
-	large := with(full, func(p *commonv1alpha1.WidgetParameters) { p.Size = ptr.To("large") })
+	large := with(full, func(p *commonv1beta1.WidgetParameters) { p.Size = ptr.To("large") })
 	resizing := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: ReasonResizing, Message: "The Widget API is resizing the widget to large"}
 	cases := map[string]struct {
 		reason  string
@@ -67,7 +67,7 @@ func testUpdate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 			seed:   fullSeed(ownerPlaceholder),
 			mods:   []mod{defaultName(), withSpec(large), synced()},
 			want: want{
-				widget:  widget{Size: "large", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
+				widget:  widget{Size: "large", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
 				events:  []event.Event{event.Normal(ReasonDriftRepaired, `Widget was changed outside Crossplane; restored it: size: want "large", have "small"`)},
 				updates: map[string]float64{"drift": 1},
 				ready:   resizing,
@@ -78,7 +78,7 @@ func testUpdate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 			seed:   fullSeed(ownerPlaceholder),
 			mods:   []mod{defaultName(), withSpec(large), syncedEarlier()},
 			want: want{
-				widget:  widget{Size: "large", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
+				widget:  widget{Size: "large", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
 				events:  []event.Event{event.Normal(ReasonUpdated, `Updated widget to match the spec: size: want "large", have "small"`)},
 				updates: map[string]float64{"spec": 1},
 				ready:   resizing,
@@ -89,7 +89,7 @@ func testUpdate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 			seed:   withSeed(fullSeed(ownerPlaceholder), func(s *seed) { s.description = "old" }),
 			mods:   []mod{defaultName(), withSpec(full)},
 			want: want{
-				widget:  widget{Size: "small", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
+				widget:  widget{Size: "small", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
 				events:  []event.Event{event.Normal(ReasonUpdated, `Updated widget to match the spec: description: want "web tier", have "old"`)},
 				updates: map[string]float64{"spec": 1},
 				ready:   xpv2.Available(),
@@ -100,7 +100,7 @@ func testUpdate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 			seed:   withSeed(fullSeed(""), func(s *seed) { s.labels = map[string]string{"team": "a", "env": "prod"} }),
 			mods:   []mod{explicitName("imported")},
 			want: want{
-				widget:  widget{Size: "small", Description: "web tier", Labels: map[string]string{"team": "a", "env": "prod", names.OwnerLabel: ownerPlaceholder}},
+				widget:  widget{Size: "small", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", "env": "prod", names.OwnerLabel: ownerPlaceholder}},
 				events:  []event.Event{event.Normal(ReasonAdopted, "Adopted widget imported; it is now managed by this resource")},
 				updates: map[string]float64{"adopt": 1},
 				ready:   xpv2.Available(),
@@ -112,7 +112,7 @@ func testUpdate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 			mods:    []mod{defaultName(), withSpec(full), synced()},
 			knownID: true,
 			want: want{
-				widget:  widget{Size: "small", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
+				widget:  widget{Size: "small", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
 				events:  []event.Event{event.Normal(ReasonDriftRepaired, `Widget was changed outside Crossplane; restored it: ownership labels: want {markers}, have {}`)},
 				updates: map[string]float64{"drift": 1},
 				ready:   xpv2.Available(),
@@ -121,25 +121,27 @@ func testUpdate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 		"UnspecifiedLabelsKept": {
 			reason: "Without labels in the spec the widget's labels, reserved ones included, survive an update.",
 			seed: withSeed(fullSeed(ownerPlaceholder), func(s *seed) {
-				s.labels = map[string]string{commonv1alpha1.OwnershipLabelPrefix + "tier": "gold"}
+				s.labels = map[string]string{commonv1beta1.OwnershipLabelPrefix + "tier": "gold"}
 			}),
-			mods: []mod{defaultName(), withSpec(commonv1alpha1.WidgetParameters{Size: ptr.To("large")}), synced()},
+			mods: []mod{defaultName(), withSpec(commonv1beta1.WidgetParameters{Size: ptr.To("large")}), synced()},
 			want: want{
-				widget:  widget{Size: "large", Description: "web tier", Labels: map[string]string{commonv1alpha1.OwnershipLabelPrefix + "tier": "gold", names.OwnerLabel: ownerPlaceholder}},
+				widget:  widget{Size: "large", Region: "us-east-1", Description: "web tier", Labels: map[string]string{commonv1beta1.OwnershipLabelPrefix + "tier": "gold", names.OwnerLabel: ownerPlaceholder}},
 				events:  []event.Event{event.Normal(ReasonDriftRepaired, `Widget was changed outside Crossplane; restored it: size: want "large", have "small"`)},
 				updates: map[string]float64{"drift": 1},
 				ready:   resizing,
 			},
 		},
-		"RegionChange": {
-			reason: "A region change is refused with an error that says how to fix it; the widget is not touched.",
+		"InitProviderNotApplied": {
+			reason: "Update applies spec.forProvider only: spec.initProvider's region, size, labels and description were for the creation, and neither change the widget nor appear in the event.",
 			seed:   fullSeed(ownerPlaceholder),
-			mods:   []mod{defaultName(), withSpec(with(full, func(p *commonv1alpha1.WidgetParameters) { p.Region = ptr.To("eu-west-1") }))},
+			mods: []mod{defaultName(), withSpec(large), syncedEarlier(), withInit(commonv1beta1.WidgetInitParameters{
+				Region: ptr.To("eu-west-1"), Size: ptr.To("medium"), Labels: map[string]string{"env": "prod"}, Description: ptr.To("first"),
+			})},
 			want: want{
-				err: cmpopts.AnyError, mentions: []string{`"eu-west-1"`, `"us-east-1"`, "cannot change"},
-				widget:    widget{Size: "small", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
-				untouched: true,
-				ready:     xpv2.Available(),
+				widget:  widget{Size: "large", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
+				events:  []event.Event{event.Normal(ReasonUpdated, `Updated widget to match the spec: size: want "large", have "small"`)},
+				updates: map[string]float64{"spec": 1},
+				ready:   resizing,
 			},
 		},
 		"ConcurrentChange": {
@@ -154,7 +156,7 @@ func testUpdate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 			},
 			want: want{
 				err: cmpopts.AnyError, mentions: []string{"changed while it was being updated"},
-				widget:    widget{Size: "small", Description: "someone else", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
+				widget:    widget{Size: "small", Region: "us-east-1", Description: "someone else", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
 				untouched: true,
 				ready:     xpv2.Available(),
 			},
@@ -167,7 +169,7 @@ func testUpdate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 			between: deleteWidget,
 			want: want{
 				err: cmpopts.AnyError, checked: widgetapi.IsConflict,
-				widget:    widget{Size: "small", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
+				widget:    widget{Size: "small", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
 				untouched: true,
 				ready:     xpv2.Available(),
 			},
@@ -180,7 +182,7 @@ func testUpdate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 			exhaust: true,
 			want: want{
 				err: cmpopts.AnyError, checked: isRateLimited,
-				widget:    widget{Size: "small", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
+				widget:    widget{Size: "small", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
 				untouched: true,
 				ready:     xpv2.Creating(),
 			},
@@ -204,7 +206,7 @@ func testUpdate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 			name := meta.GetExternalName(mg)
 			seeded := tc.seed.create(t, seedAPI, name, owner)
 			if tc.knownID {
-				mg.SetWidgetObservation(commonv1alpha1.WidgetObservation{ID: seeded.ID})
+				mg.SetWidgetObservation(commonv1beta1.WidgetObservation{ID: seeded.ID})
 			}
 			rec := &fakes.Recorder{}
 			met := metrics.New()
@@ -240,7 +242,7 @@ func testUpdate[T commonv1alpha1.WidgetResource](t *testing.T, newMG func() T) {
 			}
 			wantWidget := tc.want.widget
 			wantWidget.Labels = fillLabels(wantWidget.Labels, owner)
-			if diff := cmp.Diff(wantWidget, widget{Size: after.Size, Description: after.Description, Labels: after.Labels}); diff != "" {
+			if diff := cmp.Diff(wantWidget, widget{Size: after.Size, Region: after.Region, Description: after.Description, Labels: after.Labels}); diff != "" {
 				t.Errorf("%s\nwidget in the API: -want, +got:\n%s", tc.reason, diff)
 			}
 			if tc.want.untouched && after.Generation != before.Generation {

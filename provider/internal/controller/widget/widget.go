@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/clients"
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
 	"github.com/widgetco/crossplane-widget/provider/internal/mrsetup"
@@ -62,7 +62,7 @@ const (
 )
 
 // connector connects a Widget of scope T to the Widget API.
-type connector[T commonv1alpha1.WidgetResource] struct {
+type connector[T commonv1beta1.WidgetResource] struct {
 	sessions *clients.Sessions
 	delay    clients.Delayer
 	record   event.Recorder
@@ -82,7 +82,7 @@ func (c *connector[T]) Connect(ctx context.Context, mg T) (managed.TypedExternal
 
 // external manages one Widget's widget. Its API is a clients.Session, which
 // handles rate limiting and change feed bookkeeping for every call.
-type external[T commonv1alpha1.WidgetResource] struct {
+type external[T commonv1beta1.WidgetResource] struct {
 	api     API
 	record  event.Recorder
 	metrics *metrics.Metrics
@@ -126,7 +126,7 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	if owner != "" && owner != me && !names.Reaches(mg, w.Labels) {
 		// Another tenant's widget: not even observed. Nothing of it may
 		// reach this resource's status, not even who owns it.
-		mg.SetWidgetObservation(commonv1alpha1.WidgetObservation{})
+		mg.SetWidgetObservation(commonv1beta1.WidgetObservation{})
 		return managed.ExternalObservation{}, errors.Errorf("widget %s is managed by a resource outside namespace %s, and a namespaced Widget can manage or observe only widgets that no resource manages or that a resource in its own namespace manages: choose another external name, or ask your platform team to give this namespace its own ProviderConfig and Widget API project", name, mg.GetNamespace())
 	}
 	if owner != "" && owner != me && !observeOnly(mg) {
@@ -137,7 +137,7 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	}
 
 	p := mg.GetWidgetParameters()
-	lateInit := lateInitialize(p, w)
+	lateInit := lateInitialize(p, mg.GetWidgetInitParameters(), w)
 	mg.SetWidgetObservation(observation(w))
 	mg.SetConditions(readiness(w, meta.WasDeleted(mg)))
 
@@ -197,13 +197,13 @@ func importReview(d differences) xpv2.Condition {
 // marker so a crash before the name is recorded cannot orphan it.
 func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreation, error) {
 	name := meta.GetExternalName(mg)
-	p := mg.GetWidgetParameters()
+	size, region, description, labels := creation(mg.GetWidgetParameters(), mg.GetWidgetInitParameters())
 	w, err := e.api.CreateWidget(ctx, widgetapi.CreateWidgetRequest{
 		Name:        name,
-		Size:        deref(p.Size, ""),
-		Region:      deref(p.Region, ""),
-		Labels:      desiredLabels(p, nil, names.Markers(mg)),
-		Description: deref(p.Description, ""),
+		Size:        size,
+		Region:      region,
+		Labels:      desiredLabels(labels, nil, names.Markers(mg)),
+		Description: description,
 	})
 	if widgetapi.IsAlreadyExists(err) {
 		return managed.ExternalCreation{}, errors.Errorf("the Widget API already has a widget named %s (created concurrently, or still being deleted); retrying", name)
@@ -217,18 +217,16 @@ func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreatio
 }
 
 // Update makes the widget match the spec with a conditional PUT, so a
-// concurrent change is never overwritten blindly. Region cannot change.
+// concurrent change is never overwritten blindly. Only spec.forProvider is
+// applied: spec.initProvider (the region among it) was for the creation.
 func (e *external[T]) Update(ctx context.Context, mg T) (managed.ExternalUpdate, error) {
 	name := meta.GetExternalName(mg)
 	p, obs := mg.GetWidgetParameters(), mg.GetWidgetObservation()
-	if p.Region != nil && obs.Region != "" && *p.Region != obs.Region {
-		return managed.ExternalUpdate{}, errors.Errorf("spec.forProvider.region is %q but widget %s is in %q, and a widget's region cannot change: set region back to %q, or delete this resource and create a new one in %q", *p.Region, name, obs.Region, obs.Region, *p.Region)
-	}
 	before := compare(p, fromObservation(obs), names.Markers(mg))
 	cause := e.cause(mg)
 	w, err := e.api.ReplaceWidget(ctx, name, widgetapi.ReplaceWidgetRequest{
 		Size:        deref(p.Size, obs.Size),
-		Labels:      desiredLabels(p, obs.Labels, names.Markers(mg)),
+		Labels:      desiredLabels(p.Labels, obs.Labels, names.Markers(mg)),
 		Description: deref(p.Description, obs.Description),
 	}, widgetapi.IfGeneration(obs.Generation))
 	if widgetapi.IsPreconditionFailed(err) {
@@ -281,7 +279,7 @@ func (e *external[T]) Delete(ctx context.Context, mg T) (managed.ExternalDelete,
 func (e *external[T]) Disconnect(context.Context) error { return nil }
 
 // observeOnly reports whether the management policies only observe.
-func observeOnly(mg commonv1alpha1.WidgetResource) bool {
+func observeOnly(mg commonv1beta1.WidgetResource) bool {
 	p := mg.GetManagementPolicies()
 	return len(p) == 1 && p[0] == xpv2.ManagementActionObserve
 }
@@ -318,7 +316,7 @@ func readiness(w *widgetapi.Widget, deleting bool) xpv2.Condition {
 
 // Setup adds a controller that reconciles Widgets of the kind gvk, whose Go
 // type is T.
-func Setup[T commonv1alpha1.WidgetResource](mgr ctrl.Manager, o controller.Options, d mrsetup.Deps, gvk schema.GroupVersionKind, newObj func() T, newList func() resource.ManagedList) error {
+func Setup[T commonv1beta1.WidgetResource](mgr ctrl.Manager, o controller.Options, d mrsetup.Deps, gvk schema.GroupVersionKind, newObj func() T, newList func() resource.ManagedList) error {
 	return mrsetup.Setup(mgr, o, d, gvk, newObj, newList, func(env mrsetup.Env) managed.TypedExternalConnector[T] {
 		return &connector[T]{sessions: d.Sessions, delay: env.Limiter, record: env.Record, metrics: d.Metrics, kind: env.Kind, feedKind: env.Kind}
 	})
@@ -335,8 +333,8 @@ func deref(p *string, def string) string {
 // (or, when the spec names none, the labels it has) with exactly our
 // ownership markers. A previous owner's markers are never carried over: its
 // namespace must not stay on a widget it no longer owns.
-func desiredLabels(p *commonv1alpha1.WidgetParameters, current map[string]string, markers map[string]string) map[string]string {
-	src := p.Labels
+func desiredLabels(want, current map[string]string, markers map[string]string) map[string]string {
+	src := want
 	if src == nil {
 		src = current
 	}

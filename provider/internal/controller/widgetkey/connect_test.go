@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
+	clusterv1beta1 "github.com/widgetco/crossplane-widget/apis/cluster/v1beta1"
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 	"github.com/widgetco/crossplane-widget/provider/internal/clients"
 	"github.com/widgetco/crossplane-widget/provider/internal/fakes"
@@ -54,7 +55,7 @@ func TestConnect(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			th := clients.NewThrottle()
 			feeds := &fakes.Follower[*clients.Connection]{}
-			c := &connector[*clusterv1alpha1.WidgetKey]{
+			c := &connector[*clusterv1beta1.WidgetKey]{
 				kind:     "WidgetKey.widget.widgetco.io",
 				sessions: &clients.Sessions{Resolver: clients.NewResolver(fakes.NewKube(tc.objs...)), Throttle: th, Feeds: feeds},
 				delay:    &fakes.Delayer{},

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/fakes"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
 	"github.com/widgetco/crossplane-widget/widgetapi"
@@ -25,7 +25,7 @@ func TestCreate(t *testing.T) {
 	t.Run("Cluster", func(t *testing.T) { testCreate(t, newCluster) })
 }
 
-func testCreate[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() T) {
+func testCreate[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T) {
 	type want struct {
 		err      error
 		mentions []string
@@ -54,13 +54,13 @@ func testCreate[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() T
 		want         want
 	}{
 		"SecretLost": {
-			reason:  "A key whose secret was lost is revoked (with an event) and a new one created under the same name.",
+			reason:  "A key whose secret was lost is revoked (with an event) and a new one created under the same name, with spec.initProvider's description.",
 			widget:  readyWidget,
 			seedKey: true,
 			lost:    true,
-			mods:    []mod{defaultName(), forWidget(widgetName)},
+			mods:    []mod{defaultName(), forWidget(widgetName), described("ci pipeline")},
 			want: want{
-				created: true, ready: xpv2.Creating(),
+				created: true, description: "ci pipeline", ready: xpv2.Creating(),
 				events: []event.Event{event.Normal(ReasonRotated, "Key {key} existed but its secret was never recorded "+
 					"(the provider stopped between creating it and saving it); revoked it to create a new one")},
 			},
@@ -76,7 +76,7 @@ func testCreate[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() T
 			want:    want{err: cmpopts.AnyError, checked: isRateLimited, ready: noReady},
 		},
 		"Created": {
-			reason: "The key is created and its secret, name and widget are returned as connection details - the only place the secret goes.",
+			reason: "The key is created with spec.initProvider's description, and its secret, name and widget are returned as connection details - the only place the secret goes.",
 			widget: readyWidget,
 			mods:   []mod{defaultName(), forWidget(widgetName), described("ci pipeline")},
 			want:   want{created: true, description: "ci pipeline", ready: xpv2.Creating()},
@@ -116,6 +116,7 @@ func testCreate[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() T
 			for _, m := range tc.mods {
 				m(mg)
 			}
+			initProvider := mg.GetWidgetKeyInitParameters().DeepCopy()
 			keyName := meta.GetExternalName(mg)
 			var w *widgetapi.Widget
 			switch tc.widget {
@@ -163,6 +164,9 @@ func testCreate[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() T
 			if diff := cmp.Diff(wantEvents, rec.Events()); diff != "" {
 				t.Errorf("%s\nevents: -want, +got:\n%s", tc.reason, diff)
 			}
+			if diff := cmp.Diff(initProvider, mg.GetWidgetKeyInitParameters()); diff != "" {
+				t.Errorf("%s\nCreate(...) changed spec.initProvider: -want, +got:\n%s", tc.reason, diff)
+			}
 			if !tc.want.created {
 				if diff := cmp.Diff(managed.ExternalCreation{}, got); diff != "" {
 					t.Errorf("%s\nCreate(...): -want, +got:\n%s", tc.reason, diff)
@@ -192,7 +196,7 @@ func testCreate[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() T
 			if seeded != nil && k.ID == seeded.ID {
 				t.Errorf("%s\nthe key is still the lost one (ID %s): want a new key", tc.reason, k.ID)
 			}
-			if diff := cmp.Diff(commonv1alpha1.WidgetKeyObservation{}, *mg.GetWidgetKeyObservation()); diff != "" {
+			if diff := cmp.Diff(commonv1beta1.WidgetKeyObservation{}, *mg.GetWidgetKeyObservation()); diff != "" {
 				t.Errorf("%s\nstatus.atProvider is left to Observe: -want, +got:\n%s", tc.reason, diff)
 			}
 		})

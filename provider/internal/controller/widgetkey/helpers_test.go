@@ -16,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
-	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	clusterv1beta1 "github.com/widgetco/crossplane-widget/apis/cluster/v1beta1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
+	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
@@ -36,22 +36,22 @@ const (
 	clusterSecNS = "crossplane-system"
 )
 
-func newNamespaced() *nsv1alpha1.WidgetKey {
-	return &nsv1alpha1.WidgetKey{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ci"}}
+func newNamespaced() *nsv1beta1.WidgetKey {
+	return &nsv1beta1.WidgetKey{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ci"}}
 }
 
-func newCluster() *clusterv1alpha1.WidgetKey {
-	return &clusterv1alpha1.WidgetKey{ObjectMeta: metav1.ObjectMeta{Name: "ci"}}
+func newCluster() *clusterv1beta1.WidgetKey {
+	return &clusterv1beta1.WidgetKey{ObjectMeta: metav1.ObjectMeta{Name: "ci"}}
 }
 
-type mod func(mg commonv1alpha1.WidgetKeyResource)
+type mod func(mg commonv1beta1.WidgetKeyResource)
 
 func explicitName(n string) mod {
-	return func(mg commonv1alpha1.WidgetKeyResource) { meta.SetExternalName(mg, n) }
+	return func(mg commonv1beta1.WidgetKeyResource) { meta.SetExternalName(mg, n) }
 }
 
 func defaultName() mod {
-	return func(mg commonv1alpha1.WidgetKeyResource) {
+	return func(mg commonv1beta1.WidgetKeyResource) {
 		n := names.Default(mg)
 		meta.SetExternalName(mg, n)
 		meta.AddAnnotations(mg, map[string]string{names.AnnotationDefaultExternalName: n})
@@ -61,34 +61,36 @@ func defaultName() mod {
 // forWidget sets the key's widget, as widgetName or a resolved reference
 // would.
 func forWidget(n string) mod {
-	return func(mg commonv1alpha1.WidgetKeyResource) {
+	return func(mg commonv1beta1.WidgetKeyResource) {
 		switch m := any(mg).(type) {
-		case *nsv1alpha1.WidgetKey:
+		case *nsv1beta1.WidgetKey:
 			m.Spec.ForProvider.WidgetName = &n
-		case *clusterv1alpha1.WidgetKey:
+		case *clusterv1beta1.WidgetKey:
 			m.Spec.ForProvider.WidgetName = &n
 		}
 	}
 }
 
+// described sets the key's description, which only spec.initProvider has:
+// the Widget API cannot change a key.
 func described(d string) mod {
-	return func(mg commonv1alpha1.WidgetKeyResource) { mg.GetWidgetKeyParameters().Description = &d }
+	return func(mg commonv1beta1.WidgetKeyResource) { mg.GetWidgetKeyInitParameters().Description = &d }
 }
 
 // writesSecret makes the resource write its connection details to a Secret.
 func writesSecret() mod {
-	return func(mg commonv1alpha1.WidgetKeyResource) {
+	return func(mg commonv1beta1.WidgetKeyResource) {
 		switch m := any(mg).(type) {
-		case *nsv1alpha1.WidgetKey:
+		case *nsv1beta1.WidgetKey:
 			m.SetWriteConnectionSecretToReference(&xpv2.LocalSecretReference{Name: secretName})
-		case *clusterv1alpha1.WidgetKey:
+		case *clusterv1beta1.WidgetKey:
 			m.SetWriteConnectionSecretToReference(&xpv2.SecretReference{Namespace: clusterSecNS, Name: secretName})
 		}
 	}
 }
 
 // secretKey is where mg's connection Secret lives.
-func secretKey(mg commonv1alpha1.WidgetKeyResource) types.NamespacedName {
+func secretKey(mg commonv1beta1.WidgetKeyResource) types.NamespacedName {
 	if mg.GetNamespace() != "" {
 		return types.NamespacedName{Namespace: mg.GetNamespace(), Name: secretName}
 	}
@@ -96,14 +98,14 @@ func secretKey(mg commonv1alpha1.WidgetKeyResource) types.NamespacedName {
 }
 
 func deleted() mod {
-	return func(mg commonv1alpha1.WidgetKeyResource) {
+	return func(mg commonv1beta1.WidgetKeyResource) {
 		now := metav1.Now()
 		mg.SetDeletionTimestamp(&now)
 	}
 }
 
 func observeOnlyPolicy() mod {
-	return func(mg commonv1alpha1.WidgetKeyResource) {
+	return func(mg commonv1beta1.WidgetKeyResource) {
 		mg.SetManagementPolicies(xpv2.ManagementPolicies{xpv2.ManagementActionObserve})
 	}
 }
@@ -180,7 +182,7 @@ func rateLimitedSlowProvisioning(o *server.Options) {
 
 // ownedWidget returns the labels of a widget that a Widget managed resource
 // named like the widget, in mg's scope and namespace, manages.
-func ownedWidget(mg commonv1alpha1.WidgetKeyResource) map[string]string {
+func ownedWidget(mg commonv1beta1.WidgetKeyResource) map[string]string {
 	if ns := mg.GetNamespace(); ns != "" {
 		return map[string]string{names.OwnerLabel: "n_" + ns + "." + widgetName}
 	}

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/fakes"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
 	"github.com/widgetco/crossplane-widget/widgetapi"
@@ -27,7 +27,7 @@ func TestObserve(t *testing.T) {
 	t.Run("Cluster", func(t *testing.T) { testObserve(t, newCluster) })
 }
 
-func testObserve[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() T) {
+func testObserve[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T) {
 	type want struct {
 		exists bool
 		// status says whether status.atProvider shows the key.
@@ -248,7 +248,7 @@ func testObserve[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() 
 			apiError(t, tc.reason, err, tc.want.checked)
 
 			want := managed.ExternalObservation{}
-			wantStatus := commonv1alpha1.WidgetKeyObservation{}
+			wantStatus := commonv1beta1.WidgetKeyObservation{}
 			if tc.want.exists {
 				want = managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true,
 					ConnectionDetails: managed.ConnectionDetails{DetailKeyName: []byte(keyName), DetailWidget: []byte(widgetName)}}
@@ -257,7 +257,7 @@ func testObserve[T commonv1alpha1.WidgetKeyResource](t *testing.T, newMG func() 
 				}
 			}
 			if tc.want.status {
-				wantStatus = commonv1alpha1.WidgetKeyObservation{ID: k.ID, WidgetName: widgetName, Description: k.Description,
+				wantStatus = commonv1beta1.WidgetKeyObservation{ID: k.ID, WidgetName: widgetName, Description: k.Description,
 					CreatedAt: ptr.To(metav1.NewTime(k.CreatedAt.Truncate(time.Second)))}
 			}
 			if diff := cmp.Diff(want, got); diff != "" {

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
@@ -170,7 +170,7 @@ func TestTenancy(t *testing.T) {
 				defer mu.Unlock()
 				calls = append(calls, op)
 			}))
-			var mg commonv1alpha1.WidgetKeyResource = newNamespaced()
+			var mg commonv1beta1.WidgetKeyResource = newNamespaced()
 			if tc.cluster {
 				mg = newCluster()
 			}
@@ -185,11 +185,11 @@ func TestTenancy(t *testing.T) {
 			if tc.key != nil {
 				k := seedKey(t, seedAPI, keyName, "", tc.key)
 				if tc.recorded {
-					mg.SetWidgetKeyObservation(commonv1alpha1.WidgetKeyObservation{ID: k.ID})
+					mg.SetWidgetKeyObservation(commonv1beta1.WidgetKeyObservation{ID: k.ID})
 				}
 			}
 
-			e := &external[commonv1alpha1.WidgetKeyResource]{api: api,
+			e := &external[commonv1beta1.WidgetKeyResource]{api: api,
 				cache: reader(secretWithKey, nil), live: reader(secretWithKey, nil), record: event.NewNopRecorder()}
 			o, err := e.Observe(t.Context(), mg)
 			if (err != nil) != tc.want.err {

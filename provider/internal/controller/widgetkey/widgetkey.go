@@ -21,7 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/clients"
 	"github.com/widgetco/crossplane-widget/provider/internal/mrsetup"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
@@ -53,7 +53,7 @@ type SecretReader interface {
 	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
 }
 
-type connector[T commonv1alpha1.WidgetKeyResource] struct {
+type connector[T commonv1beta1.WidgetKeyResource] struct {
 	kind     string
 	sessions *clients.Sessions
 	delay    clients.Delayer
@@ -73,7 +73,7 @@ func (c *connector[T]) Connect(ctx context.Context, mg T) (managed.TypedExternal
 
 // external manages one WidgetKey's key. Its API is a clients.Session, which
 // handles rate limiting for every call.
-type external[T commonv1alpha1.WidgetKeyResource] struct {
+type external[T commonv1beta1.WidgetKeyResource] struct {
 	api API
 	// cache is the informer-backed reader; live reads the API server, to
 	// confirm a Secret the cache does not show yet before acting on it.
@@ -164,7 +164,7 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		}
 	}
 
-	obs := commonv1alpha1.WidgetKeyObservation{ID: k.ID, WidgetName: k.Widget, Description: k.Description}
+	obs := commonv1beta1.WidgetKeyObservation{ID: k.ID, WidgetName: k.Widget, Description: k.Description}
 	if !k.CreatedAt.IsZero() {
 		t := metav1.NewTime(k.CreatedAt.Truncate(1e9))
 		obs.CreatedAt = &t
@@ -181,7 +181,7 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 
 // createdBy reports whether mg created k: k carries mg's ownership marker, or
 // is the key whose ID mg recorded (keys created before keys had labels).
-func createdBy(mg commonv1alpha1.WidgetKeyResource, k *widgetapi.Key) bool {
+func createdBy(mg commonv1beta1.WidgetKeyResource, k *widgetapi.Key) bool {
 	if k.Labels[names.OwnerLabel] == names.Owner(mg) {
 		return true
 	}
@@ -244,7 +244,7 @@ func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreatio
 		e.record.Event(mg, event.Normal(ReasonRotated, "Key "+name+" existed but its secret was never recorded (the provider stopped between creating it and saving it); revoked it to create a new one"))
 	}
 	desc := ""
-	if p := mg.GetWidgetKeyParameters(); p.Description != nil {
+	if p := mg.GetWidgetKeyInitParameters(); p.Description != nil {
 		desc = *p.Description
 	}
 	k, err := e.api.CreateKey(ctx, widget, widgetapi.CreateKeyRequest{Name: name, Labels: names.Markers(mg), Description: desc})
@@ -295,7 +295,7 @@ func observeOnly(mg resource.Managed) bool {
 
 // Setup adds a controller that reconciles WidgetKeys of the kind gvk, whose
 // Go type is T.
-func Setup[T commonv1alpha1.WidgetKeyResource](mgr ctrl.Manager, o controller.Options, d mrsetup.Deps, gvk schema.GroupVersionKind, newObj func() T, newList func() resource.ManagedList) error {
+func Setup[T commonv1beta1.WidgetKeyResource](mgr ctrl.Manager, o controller.Options, d mrsetup.Deps, gvk schema.GroupVersionKind, newObj func() T, newList func() resource.ManagedList) error {
 	return mrsetup.Setup(mgr, o, d, gvk, newObj, newList, func(env mrsetup.Env) managed.TypedExternalConnector[T] {
 		return &connector[T]{kind: env.Kind, sessions: d.Sessions, delay: env.Limiter, cache: mgr.GetClient(), live: mgr.GetAPIReader(), record: env.Record}
 	})
