@@ -3,6 +3,7 @@ package conversionwebhook
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -99,6 +100,52 @@ func TestConvert(t *testing.T) {
 			if diff := cmp.Diff(want, have); diff != "" {
 				t.Errorf("%s\nconverted object: -want, +got:\n%s", tc.reason, diff)
 			}
+		})
+	}
+}
+
+// BenchmarkConversionReview measures the webhook as kube-apiserver uses it:
+// one ConversionReview of n v1beta1 Widgets to v1alpha1 (a list or watch of
+// n objects), JSON in and out, through the handler Setup registers.
+func BenchmarkConversionReview(b *testing.B) {
+	s := runtime.NewScheme()
+	if err := apis.AddToScheme(s); err != nil {
+		b.Fatal(err)
+	}
+	srv := webhook.NewServer(webhook.Options{})
+	mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, ctrl.Options{Scheme: s, WebhookServer: srv, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := Setup(mgr); err != nil {
+		b.Fatal(err)
+	}
+	const object = `{"apiVersion":"widget.m.widgetco.io/v1beta1","kind":"Widget","metadata":{"name":"w-%d","namespace":"team-a","annotations":{"crossplane.io/external-name":"team-a-w-%d"}},` +
+		`"spec":{"providerConfigRef":{"kind":"ClusterProviderConfig","name":"default"},"forProvider":{"size":"medium","labels":{"team":"a","env":"prod"},"description":"XWidget team-a/web"},"initProvider":{"region":"us-east-1","size":"small"}},` +
+		`"status":{"conditions":[{"type":"Ready","status":"True","reason":"Available","lastTransitionTime":"2026-11-25T10:00:00Z"},{"type":"Synced","status":"True","reason":"ReconcileSuccess","lastTransitionTime":"2026-11-25T10:00:00Z"}],` +
+		`"atProvider":{"id":"w-1","state":"Ready","endpoint":"https://w.example.com","size":"medium","region":"us-east-1","generation":3}}}`
+	for _, n := range []int{1, 1000} {
+		objs := make([]runtime.RawExtension, n)
+		for i := range objs {
+			objs[i] = runtime.RawExtension{Raw: []byte(fmt.Sprintf(object, i, i))}
+		}
+		body, err := json.Marshal(apix.ConversionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "ConversionReview"},
+			Request:  &apix.ConversionRequest{UID: "1", DesiredAPIVersion: "widget.m.widgetco.io/v1alpha1", Objects: objs},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("Objects=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				srv.WebhookMux().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/convert", bytes.NewReader(body)))
+				if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(`"status":"Success"`)) {
+					b.Fatalf("status %d: %.300s", rec.Code, rec.Body.String())
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/object")
 		})
 	}
 }
