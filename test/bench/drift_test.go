@@ -44,13 +44,22 @@ func driftSection(t *testing.T, b *bench) string {
 	poll := time.Duration(envInt("WIDGET_BENCH_DRIFT_POLL_SECONDS", 30)) * time.Second
 	runs := envInt("WIDGET_BENCH_RUNS", 1)
 	k := b.kube(t)
-	bin := b.build(t, "provider-widget", "./provider")
+	// WIDGET_BENCH_DRIFT_BIN runs another provider binary (a baseline
+	// build) instead of the working tree's.
+	bin := os.Getenv("WIDGET_BENCH_DRIFT_BIN")
+	if bin == "" {
+		bin = b.build(t, "provider-widget", "./provider")
+	}
+	modes := []bool{true, false}
+	if os.Getenv("WIDGET_BENCH_DRIFT_POLLING") == "0" {
+		modes = []bool{true} // the change feed only
+	}
 	left := removeLeftoverWidgets(t, k)
 	load0 := loadAvg()
 
 	var rs []driftRun
 	for run := range runs {
-		for _, feed := range []bool{true, false} {
+		for _, feed := range modes {
 			r := runDrift(t, k, bin, run, n, feed, poll)
 			for _, p := range r.phases {
 				t.Logf("drift run %d, %s, %s: p50 %s, p99 %s, max %s, %d not repaired", run, r.mode(), p.pattern, quantile(p.latency, .5), quantile(p.latency, .99), quantile(p.latency, 1), p.missing)

@@ -8,6 +8,7 @@ package feed
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,7 +43,14 @@ type Manager struct {
 	ctx       context.Context
 	sources   map[string]chan event.GenericEvent
 	followers map[string]*follower
+	// changed are the resources queued because their widget changed and
+	// not reconciled since (see Changed).
+	changed map[watcher]struct{}
 }
+
+// maxChanged bounds changed: entries are removed as the resources are
+// reconciled, so only resources deleted while queued would stay.
+const maxChanged = 100000
 
 // follower follows one connection's feed and knows which managed resources
 // care about which of its widgets (learned from their reconciles, so it is
@@ -55,6 +63,9 @@ type follower struct {
 	// it: usually one, so a slice (a map per widget took 900 bytes of heap
 	// per widget, 9 MB at 10,000).
 	watchers map[string][]watch
+	// widgetOf is the widget each watcher follows, so that a resource that
+	// names another widget, or is deleted, stops following the old one.
+	widgetOf map[watcher]string
 }
 
 // watch is a watcher and what it last saw of its widget.
@@ -109,7 +120,7 @@ func WithWait(d time.Duration) Option { return func(m *Manager) { m.wait = d } }
 // NewManager returns a Manager. Add it to the controller manager so it
 // starts.
 func NewManager(log logging.Logger, m *metrics.Metrics, opts ...Option) *Manager {
-	fm := &Manager{log: log, metrics: m, idle: 15 * time.Minute, wait: 30 * time.Second, sources: map[string]chan event.GenericEvent{}, followers: map[string]*follower{}}
+	fm := &Manager{log: log, metrics: m, idle: 15 * time.Minute, wait: 30 * time.Second, sources: map[string]chan event.GenericEvent{}, followers: map[string]*follower{}, changed: map[watcher]struct{}{}}
 	for _, o := range opts {
 		o(fm)
 	}
@@ -124,6 +135,19 @@ func (m *Manager) Source(kind string) source.Source {
 	m.sources[kind] = ch
 	m.mu.Unlock()
 	return source.Channel[client.Object](ch, &handler.EnqueueRequestForObject{})
+}
+
+// Changed reports whether the resource key of kind was queued because the
+// change feed reported a change to its widget, and forgets it: true once per
+// such request. A resync (a follower that fell behind queues every resource
+// it follows) does not count: nothing is known to have changed.
+func (m *Manager) Changed(kind string, key types.NamespacedName) bool {
+	w := watcher{kind: kind, key: key}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.changed[w]
+	delete(m.changed, w)
+	return ok
 }
 
 // NeedLeaderElection is true: only the leader follows feeds.
@@ -178,9 +202,45 @@ func (m *Manager) Follow(c *clients.Connection, kind, widget string, key types.N
 		return
 	}
 	w := watcher{kind: kind, key: key}
+	if old, ok := f.widgetOf[w]; ok && old != widget {
+		f.unwatch(old, w)
+	}
 	if ws := f.watchers[widget]; find(ws, w) < 0 {
 		f.watchers[widget] = append(ws, watch{watcher: w})
 	}
+	f.widgetOf[w] = widget
+}
+
+// Forget stops requeueing the resource key of kind for changes to its
+// widget: the resource is gone. Without it every deleted resource would stay
+// a watcher for as long as its connection is followed.
+func (m *Manager) Forget(kind string, key types.NamespacedName) {
+	w := watcher{kind: kind, key: key}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.changed, w)
+	for _, f := range m.followers {
+		if widget, ok := f.widgetOf[w]; ok {
+			f.unwatch(widget, w)
+			delete(f.widgetOf, w)
+		}
+	}
+}
+
+// unwatch removes w from widget's watchers. The caller holds the manager's
+// lock.
+func (f *follower) unwatch(widget string, w watcher) {
+	ws := f.watchers[widget]
+	i := find(ws, w)
+	if i < 0 {
+		return
+	}
+	ws = slices.Delete(ws, i, i+1)
+	if len(ws) == 0 {
+		delete(f.watchers, widget)
+		return
+	}
+	f.watchers[widget] = ws
 }
 
 // Seen records that the managed resource key of kind has just read or
@@ -203,7 +263,7 @@ func (m *Manager) Seen(c *clients.Connection, kind, widget string, key types.Nam
 // start starts following c. The caller holds m.mu.
 func (m *Manager) start(c *clients.Connection) *follower {
 	ctx, cancel := context.WithCancel(m.ctx)
-	f := &follower{cancel: cancel, endpoint: c.Endpoint, watchers: map[string][]watch{}}
+	f := &follower{cancel: cancel, endpoint: c.Endpoint, watchers: map[string][]watch{}, widgetOf: map[watcher]string{}}
 	fl := c.Client.NewFollower(func(ctx context.Context, ch widgetapi.Change) {
 		m.metrics.FeedChanges.WithLabelValues(string(ch.Type)).Inc()
 		m.enqueue(ctx, f, &ch)
@@ -238,6 +298,9 @@ func (m *Manager) enqueue(ctx context.Context, f *follower, ch *widgetapi.Change
 			}
 			if src, ok := m.sources[x.kind]; ok {
 				todo = append(todo, send{ch: src, key: x.key})
+				if ch != nil && len(m.changed) < maxChanged {
+					m.changed[x.watcher] = struct{}{}
+				}
 			}
 		}
 	}

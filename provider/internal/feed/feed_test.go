@@ -214,6 +214,9 @@ func TestEvents(t *testing.T) {
 		// changes is the number of changes the feed delivers, the
 		// sentinel's included.
 		changes float64
+		// changed: the requests were made because the resources' widgets
+		// changed (Changed), not by a resync.
+		changed bool
 	}
 	cases := map[string]struct {
 		reason string
@@ -228,12 +231,12 @@ func TestEvents(t *testing.T) {
 		"Change": {
 			reason:  "A change to a widget queues every resource following it, of each kind, and nothing else.",
 			changes: []string{"w1"},
-			want:    want{widgets: []types.NamespacedName{mrA}, keys: []types.NamespacedName{keyA}, changes: 2},
+			want:    want{widgets: []types.NamespacedName{mrA}, keys: []types.NamespacedName{keyA}, changes: 2, changed: true},
 		},
 		"TwoChanges": {
 			reason:  "Changes to two widgets queue the followers of both.",
 			changes: []string{"w1", "w2"},
-			want:    want{widgets: []types.NamespacedName{mrA, mrB}, keys: []types.NamespacedName{keyA, keyB}, changes: 3},
+			want:    want{widgets: []types.NamespacedName{mrA, mrB}, keys: []types.NamespacedName{keyA, keyB}, changes: 3, changed: true},
 		},
 		"UnwatchedWidget": {
 			reason:  "A change to a widget nobody follows queues nothing.",
@@ -307,11 +310,102 @@ func TestEvents(t *testing.T) {
 			if got := counter(t, met.FeedChanges.WithLabelValues(string(widgetapi.ChangeWidgetUpdated))); got != tc.want.changes {
 				t.Errorf("%s\nfeed changes counted: want %v, got %v", tc.reason, tc.want.changes, got)
 			}
+			// Requests for a changed widget, and only those, say so to
+			// Changed, once each (mrC is the sentinel's).
+			for kind, keys := range map[string][]types.NamespacedName{kindWidget: tc.want.widgets, kindKey: tc.want.keys} {
+				for _, k := range keys {
+					if k == mrC {
+						continue
+					}
+					if got := m.Changed(kind, k); got != tc.want.changed {
+						t.Errorf("%s\nChanged(%s, %s): want %t, got %t", tc.reason, kind, k, tc.want.changed, got)
+					}
+					if m.Changed(kind, k) {
+						t.Errorf("%s\nChanged(%s, %s) a second time: want false, got true", tc.reason, kind, k)
+					}
+				}
+			}
 			// The counter may be bumped just after the request is queued.
 			want := float64(len(tc.want.widgets) + len(tc.want.keys) + 1)
 			eventually(t, "feed enqueues counted (the sentinel's included)", func() bool { return counter(t, met.FeedEnqueues) == want })
 			if got := counter(t, met.FeedEnqueues); got != want {
 				t.Errorf("%s\nfeed enqueues counted: want %v (the sentinel's included), got %v", tc.reason, want, got)
+			}
+		})
+	}
+}
+
+// TestForget: a resource that names another widget, or is deleted, stops
+// watching its old widget; the others keep theirs.
+func TestForget(t *testing.T) {
+	env := apitest.Start(t, apitest.WithOptions(stable))
+	conn := connection(t, env.URL, "conn-a")
+	w := func(kind string, key types.NamespacedName) watch {
+		return watch{watcher: watcher{kind: kind, key: key}}
+	}
+	cases := map[string]struct {
+		reason       string
+		do           func(m *Manager)
+		wantWatchers map[string][]watch
+	}{
+		"Deleted": {
+			reason: "A deleted resource no longer watches its widget; another resource watching the same widget still does.",
+			do: func(m *Manager) {
+				m.Follow(conn, kindWidget, "w1", mrA)
+				m.Follow(conn, kindKey, "w1", keyA)
+				m.Follow(conn, kindWidget, "w2", mrB)
+				m.Forget(kindWidget, mrA)
+			},
+			wantWatchers: map[string][]watch{"w1": {w(kindKey, keyA)}, "w2": {w(kindWidget, mrB)}},
+		},
+		"LastWatcher": {
+			reason: "A widget nobody watches any more is dropped.",
+			do: func(m *Manager) {
+				m.Follow(conn, kindWidget, "w1", mrA)
+				m.Forget(kindWidget, mrA)
+			},
+			wantWatchers: map[string][]watch{},
+		},
+		"Renamed": {
+			reason: "A resource whose external name changed watches only its new widget.",
+			do: func(m *Manager) {
+				m.Follow(conn, kindWidget, "w1", mrA)
+				m.Follow(conn, kindWidget, "w2", mrA)
+			},
+			wantWatchers: map[string][]watch{"w2": {w(kindWidget, mrA)}},
+		},
+		"OtherKindSameName": {
+			reason: "Forgetting a Widget does not forget a WidgetKey of the same name.",
+			do: func(m *Manager) {
+				m.Follow(conn, kindWidget, "w1", mrA)
+				m.Follow(conn, kindKey, "w1", mrA)
+				m.Forget(kindWidget, mrA)
+			},
+			wantWatchers: map[string][]watch{"w1": {w(kindKey, mrA)}},
+		},
+		"NeverFollowed": {
+			reason: "Forgetting a resource that never followed anything changes nothing.",
+			do: func(m *Manager) {
+				m.Follow(conn, kindWidget, "w1", mrA)
+				m.Forget(kindWidget, mrB)
+			},
+			wantWatchers: map[string][]watch{"w1": {w(kindWidget, mrA)}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			m := NewManager(logging.NewNopLogger(), metrics.New())
+			start(t, m)
+			tc.do(m)
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if diff := cmp.Diff(tc.wantWatchers, m.followers[conn.Key].watchers, cmp.AllowUnexported(watch{}, watcher{}, version{}), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nwatchers: -want, +got:\n%s", tc.reason, diff)
+			}
+			for wt, widget := range m.followers[conn.Key].widgetOf {
+				if find(m.followers[conn.Key].watchers[widget], wt) < 0 {
+					t.Errorf("%s\nwidgetOf says %v watches %s, but it is not among that widget's watchers", tc.reason, wt, widget)
+				}
 			}
 		})
 	}

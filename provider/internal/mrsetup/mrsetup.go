@@ -5,6 +5,7 @@
 package mrsetup
 
 import (
+	"context"
 	"math/rand/v2"
 	"time"
 
@@ -20,10 +21,12 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/widgetco/crossplane-widget/provider/internal/clients"
@@ -36,6 +39,12 @@ import (
 // resources of a kind.
 type FeedSource interface {
 	Source(kind string) source.Source
+	// Changed reports, once per request, whether the feed queued the
+	// resource key of kind because its widget changed.
+	Changed(kind string, key types.NamespacedName) bool
+	// Forget stops following the widget of the resource key of kind,
+	// which is gone.
+	Forget(kind string, key types.NamespacedName)
 }
 
 // Deps are shared by every managed resource controller.
@@ -88,14 +97,19 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	record := event.NewAPIRecorder(mgr.GetEventRecorderFor(name))
 
 	absent := &absences{}
+	kind := gvk.GroupKind().String()
+	var forget func(types.NamespacedName)
+	if d.Feed != nil {
+		forget = func(key types.NamespacedName) { d.Feed.Forget(kind, key) }
+	}
 	opts := []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[T](&observingConnector[T]{
-			TypedExternalConnector: connect(Env{Kind: gvk.GroupKind().String(), Limiter: limiter, Record: record}),
+			TypedExternalConnector: connect(Env{Kind: kind, Limiter: limiter, Record: record}),
 			absent:                 absent,
 		}),
 		managed.WithInitializers(names.NewInitializer()),
 		// See writes.go: two writes fewer for every new resource.
-		managed.WithFinalizer(&deferredFinalizer{Finalizer: resource.NewAPIFinalizer(mgr.GetClient(), managed.FinalizerName), absent: absent}),
+		managed.WithFinalizer(&deferredFinalizer{Finalizer: resource.NewAPIFinalizer(mgr.GetClient(), managed.FinalizerName), absent: absent, forget: forget}),
 		managed.WithCriticalAnnotationUpdater(statusKeepingUpdater{managed.NewRetryingCriticalAnnotationUpdater(mgr.GetClient())}),
 		managed.WithReferenceResolver(reinitializing{next: LocalReferences(managed.NewAPISimpleReferenceResolver(mgr.GetClient())), init: names.NewInitializer()}),
 		// Names are chosen before creation, so a crash between the API's
@@ -136,8 +150,30 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 			predicate.GenerationChangedPredicate{},
 			ForeignAnnotationChanged{},
 			predicate.LabelChangedPredicate{})))
-	if d.Feed != nil {
-		b = b.WatchesRawSource(d.Feed.Source(gvk.GroupKind().String()))
+	inner := errors.WithSilentRequeueOnConflict(r)
+	limited := ratelimiter.NewReconciler(name, inner, o.GlobalRateLimiter)
+	if d.Feed == nil {
+		return b.Complete(limited)
 	}
-	return b.Complete(ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(r), o.GlobalRateLimiter))
+	return b.WatchesRawSource(d.Feed.Source(kind)).Complete(&driftFirst{kind: kind, feed: d.Feed, direct: inner, limited: limited})
+}
+
+// driftFirst applies the global reconcile rate limit to every request except
+// those the change feed made because a resource's widget changed: drift is
+// repaired at once instead of queueing behind the token bucket with polls
+// and new resources. Those requests are still bounded by the controller's
+// concurrent reconciles, the feed's dedup of a resource's own writes, and
+// the Widget API's own limits (429s and the per-host connection cap).
+type driftFirst struct {
+	kind    string
+	feed    FeedSource
+	direct  reconcile.Reconciler
+	limited reconcile.Reconciler
+}
+
+func (d *driftFirst) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if d.feed.Changed(d.kind, req.NamespacedName) {
+		return d.direct.Reconcile(ctx, req)
+	}
+	return d.limited.Reconcile(ctx, req)
 }
