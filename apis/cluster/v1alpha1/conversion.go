@@ -1,7 +1,6 @@
 package v1alpha1
 
 import (
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 
 	"github.com/widgetco/crossplane-widget/apis/cluster/v1beta1"
@@ -18,40 +17,20 @@ var (
 
 // ConvertTo converts this Widget to the hub version, v1beta1.
 func (mg *Widget) ConvertTo(hub conversion.Hub) error {
-	dst, ok := hub.(*v1beta1.Widget)
-	if !ok {
-		return errors.Errorf("cannot convert a %s Widget to %T", Version, hub)
-	}
-	src, dst := convert.Objects(mg, WidgetGroupVersionKind, dst, v1beta1.WidgetGroupVersionKind)
-	return convert.Run(src, dst, widgetConversions)
+	return convert.ToHub[*v1beta1.Widget](mg, WidgetGroupVersionKind, hub, v1beta1.WidgetGroupVersionKind, widgetConversions)
 }
 
 // ConvertFrom converts the hub version, v1beta1, to this Widget.
 func (mg *Widget) ConvertFrom(hub conversion.Hub) error {
-	src, ok := hub.(*v1beta1.Widget)
-	if !ok {
-		return errors.Errorf("cannot convert %T to a %s Widget", hub, Version)
-	}
-	src, dst := convert.Objects(src, v1beta1.WidgetGroupVersionKind, mg, WidgetGroupVersionKind)
-	return convert.Run(src, dst, widgetConversions)
+	return convert.FromHub[*v1beta1.Widget](hub, v1beta1.WidgetGroupVersionKind, mg, WidgetGroupVersionKind, widgetConversions)
 }
 
 // ConvertTo converts this WidgetKey to the hub version, v1beta1.
 func (mg *WidgetKey) ConvertTo(hub conversion.Hub) error {
-	dst, ok := hub.(*v1beta1.WidgetKey)
-	if !ok {
-		return errors.Errorf("cannot convert a %s WidgetKey to %T", Version, hub)
-	}
-	src, dst := convert.Objects(mg, WidgetKeyGroupVersionKind, dst, v1beta1.WidgetKeyGroupVersionKind)
-	return convert.Run(src, dst, widgetKeyConversions)
+	return convert.ToHub[*v1beta1.WidgetKey](mg, WidgetKeyGroupVersionKind, hub, v1beta1.WidgetKeyGroupVersionKind, widgetKeyConversions)
 }
 
 // ConvertFrom converts the hub version, v1beta1, to this WidgetKey.
 func (mg *WidgetKey) ConvertFrom(hub conversion.Hub) error {
-	src, ok := hub.(*v1beta1.WidgetKey)
-	if !ok {
-		return errors.Errorf("cannot convert %T to a %s WidgetKey", hub, Version)
-	}
-	src, dst := convert.Objects(src, v1beta1.WidgetKeyGroupVersionKind, mg, WidgetKeyGroupVersionKind)
-	return convert.Run(src, dst, widgetKeyConversions)
+	return convert.FromHub[*v1beta1.WidgetKey](hub, v1beta1.WidgetKeyGroupVersionKind, mg, WidgetKeyGroupVersionKind, widgetKeyConversions)
 }

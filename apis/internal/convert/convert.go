@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconversion "sigs.k8s.io/controller-runtime/pkg/conversion"
 )
 
 // Run converts src into dst, whose GroupVersionKinds must be set, with every
@@ -81,6 +82,28 @@ func Run(srcObj, dstObj client.Object, cs []conversion.Conversion) error {
 		}
 	}
 	return nil
+}
+
+// ToHub converts the spoke src, of srcGVK, into hub, which must be an H of
+// hubGVK: the body of a spoke's ConvertTo.
+func ToHub[H client.Object](src client.Object, srcGVK schema.GroupVersionKind, hub ctrlconversion.Hub, hubGVK schema.GroupVersionKind, cs []conversion.Conversion) error {
+	dst, ok := hub.(H)
+	if !ok {
+		return errors.Errorf("cannot convert a %s %s to %T", srcGVK.Version, srcGVK.Kind, hub)
+	}
+	s, d := Objects(src, srcGVK, dst, hubGVK)
+	return Run(s, d, cs)
+}
+
+// FromHub converts hub, which must be an H of hubGVK, into the spoke dst, of
+// dstGVK: the body of a spoke's ConvertFrom.
+func FromHub[H client.Object](hub ctrlconversion.Hub, hubGVK schema.GroupVersionKind, dst client.Object, dstGVK schema.GroupVersionKind, cs []conversion.Conversion) error {
+	src, ok := hub.(H)
+	if !ok {
+		return errors.Errorf("cannot convert %T to a %s %s", hub, dstGVK.Version, dstGVK.Kind)
+	}
+	s, d := Objects(client.Object(src), hubGVK, dst, dstGVK)
+	return Run(s, d, cs)
 }
 
 // Objects returns deep copies of src and dst with their GroupVersionKinds
