@@ -65,6 +65,50 @@ func testObserve[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			mods:   []mod{defaultName(), withSpec(full)},
 			want:   want{ready: noReady, spec: full},
 		},
+		"UnbornNotRead": {
+			reason: "A new resource under its default name that never started a create is not read: its widget is created next (the seeded widget proves no read happened).",
+			seed:   fullSeed(ownerPlaceholder),
+			mods:   []mod{unbornName(), withSpec(full)},
+			want:   want{ready: noReady, spec: full},
+		},
+		"UnbornObserveOnly": {
+			reason: "An observe-only resource is always read, whatever its name.",
+			seed:   fullSeed(""),
+			mods:   []mod{unbornName(), observeOnlyPolicy()},
+			want: want{
+				o: managed.ExternalObservation{ResourceExists: true, ResourceLateInitialized: true,
+					Diff: `ownership labels: want {markers}, have {}`},
+				endpoint: true, ready: xpv2.Available(), spec: full, status: true, adopting: true,
+			},
+		},
+		"UnbornKnownID": {
+			reason:  "A resource that observed its widget before (its ID is in status) is read even without a pending create.",
+			seed:    fullSeed(ownerPlaceholder),
+			mods:    []mod{unbornName(), withSpec(full)},
+			knownID: true,
+			want: want{
+				o:        managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				endpoint: true, ready: xpv2.Available(), spec: full, status: true,
+			},
+		},
+		"UnbornDeleted": {
+			reason: "A deleted resource is read, so that a widget it owns is deleted with it.",
+			seed:   fullSeed(ownerPlaceholder),
+			mods:   []mod{unbornName(), withSpec(full), deleted()},
+			want: want{
+				o:        managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				endpoint: true, ready: xpv2.Available(), spec: full, status: true,
+			},
+		},
+		"ExplicitNameRead": {
+			reason: "A resource that names its widget (an import) is read before anything is created.",
+			seed:   fullSeed(ownerPlaceholder),
+			mods:   []mod{explicitName("imported"), withSpec(full)},
+			want: want{
+				o:        managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				endpoint: true, ready: xpv2.Available(), spec: full, status: true,
+			},
+		},
 		"UpToDate": {
 			reason: "A widget that matches the spec and carries our marker is up to date, Ready, and publishes its endpoint.",
 			seed:   fullSeed(ownerPlaceholder),

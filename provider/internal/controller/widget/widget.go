@@ -104,6 +104,9 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	if !names.ValidWidgetName(name) {
 		return managed.ExternalObservation{}, errors.Errorf("external name %q is not a valid widget name: use at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit", name)
 	}
+	if unborn(mg) {
+		return managed.ExternalObservation{}, nil
+	}
 	w, err := e.api.GetWidget(ctx, name)
 	if widgetapi.IsNotFound(err) {
 		return managed.ExternalObservation{}, nil
@@ -174,6 +177,30 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	return o, nil
 }
 
+// unborn reports whether mg is a new, fully managed resource under the name
+// the provider chose that has never asked for its widget: no create was ever
+// started for it (crossplane-runtime saves external-create-pending before
+// every create) and no widget was ever observed. Its widget is created
+// without reading it first, which saves a Widget API request per new
+// Widget. When the name is taken after all (the resource was deleted with
+// deletionPolicy Orphan and made again, or someone created a widget under
+// the hashed name), the create fails with a conflict and the retry, whose
+// create is now pending, reads the widget and decides as for any other.
+func unborn(mg commonv1beta1.WidgetResource) bool {
+	return names.Defaulted(mg) &&
+		meta.GetExternalCreatePending(mg).IsZero() &&
+		mg.GetWidgetObservation().ID == "" &&
+		!meta.WasDeleted(mg) &&
+		fullyManaged(mg)
+}
+
+// fullyManaged reports whether the management policies are the default,
+// which allow every action.
+func fullyManaged(mg commonv1beta1.WidgetResource) bool {
+	p := mg.GetManagementPolicies()
+	return len(p) == 0 || len(p) == 1 && p[0] == xpv2.ManagementActionAll
+}
+
 // importReview is the UpToDate condition of an observe-only Widget: whether
 // switching it to full management would change the widget, field by field
 // (the same differences the provider would repair).
@@ -206,7 +233,7 @@ func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreatio
 		Description: description,
 	})
 	if widgetapi.IsAlreadyExists(err) {
-		return managed.ExternalCreation{}, errors.Errorf("the Widget API already has a widget named %s (created concurrently, or still being deleted); retrying", name)
+		return managed.ExternalCreation{}, errors.Errorf("the Widget API already has a widget named %s (this resource was deleted with deletionPolicy Orphan and made again, the widget is still being deleted, or someone else created it); reading it on the next attempt", name)
 	}
 	if err != nil {
 		return managed.ExternalCreation{}, errors.Wrap(err, "cannot create widget")
