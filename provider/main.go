@@ -190,6 +190,7 @@ func run(c *cli) error {
 		}
 		d.Feed = fm
 		d.Sessions.Feeds = fm
+		d.Sessions.Recheck = mrsetup.TransitionPoll
 	}
 	if err := widgetcontroller.Setup(mgr, o, d); err != nil {
 		return err

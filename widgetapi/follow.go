@@ -21,6 +21,10 @@ type Follower struct {
 	// OnError is told about every failed poll and the wait before the next
 	// one. Optional.
 	OnError func(err error, retryIn time.Duration)
+	// OnPoll is called after every successful poll, before its changes are
+	// handled: the follower has a position, so every change from then on
+	// will be delivered. Optional.
+	OnPoll func()
 	// Wait is the long-poll duration (default 30s).
 	Wait time.Duration
 	// MinBackoff and MaxBackoff bound reconnect delays (default 200ms, 30s).
@@ -48,11 +52,13 @@ func (f *Follower) Run(ctx context.Context, from int64) int64 {
 				continue
 			}
 			pos, failures = l.LatestSeq, 0
+			f.polled()
 			continue
 		}
 		l, err := f.client.Changes(ctx, ChangesOptions{After: pos, Wait: f.Wait})
 		if latest, expired := IsFeedExpired(err); expired {
 			pos, failures = latest, 0
+			f.polled()
 			f.resync(ctx)
 			continue
 		}
@@ -65,6 +71,7 @@ func (f *Follower) Run(ctx context.Context, from int64) int64 {
 			continue
 		}
 		failures = 0
+		f.polled()
 		for _, c := range l.Changes {
 			if c.Seq <= pos {
 				continue
@@ -78,6 +85,12 @@ func (f *Follower) Run(ctx context.Context, from int64) int64 {
 		}
 	}
 	return pos
+}
+
+func (f *Follower) polled() {
+	if f.OnPoll != nil {
+		f.OnPoll()
+	}
 }
 
 func (f *Follower) resync(ctx context.Context) {

@@ -17,6 +17,9 @@ import (
 // idempotent: every reconcile makes one.
 type Follower interface {
 	Follow(c *Connection, kind, widget string, key types.NamespacedName)
+	// Following reports whether changes to c's widgets made from now on
+	// will requeue the resources that follow them.
+	Following(c *Connection) bool
 	// Seen records the widget version key has just read or written, so
 	// the feed's echo of that version does not requeue it.
 	Seen(c *Connection, kind, widget string, key types.NamespacedName, generation int64, state widgetapi.State)
@@ -35,6 +38,13 @@ type Sessions struct {
 	Resolver *Resolver
 	Throttle *Throttle
 	Feeds    Follower
+	// Recheck, when positive, is how long after creating a widget that is
+	// not yet ready its resource waits for its next reconcile when the
+	// change feed follows the widget, instead of the reconciler's default
+	// requeue (a second, then exponentially longer): the feed requeues the
+	// resource when the widget turns Ready or fails, and Recheck is the
+	// safety net.
+	Recheck time.Duration
 }
 
 // Open resolves mg's connection and returns a session for one reconcile. It
@@ -108,9 +118,17 @@ func (s *Session) GetWidget(ctx context.Context, name string) (*widgetapi.Widget
 	return s.saw(s.conn.Client.GetWidget(ctx, name))
 }
 
-// CreateWidget creates a widget.
+// CreateWidget creates a widget. When the change feed follows it (since
+// before the create, so that no change can be missed) and it is not ready
+// yet, its resource is next reconciled when the feed reports the widget's
+// next state, or after Sessions.Recheck.
 func (s *Session) CreateWidget(ctx context.Context, req widgetapi.CreateWidgetRequest) (*widgetapi.Widget, error) {
-	return s.saw(s.conn.Client.CreateWidget(ctx, req))
+	following := s.sessions.Feeds != nil && s.sessions.Recheck > 0 && req.Name == s.widget && s.sessions.Feeds.Following(s.conn)
+	w, err := s.saw(s.conn.Client.CreateWidget(ctx, req))
+	if err == nil && following && w.State != widgetapi.StateReady {
+		s.delay.After(s.req, s.sessions.Recheck)
+	}
+	return w, err
 }
 
 // ReplaceWidget replaces a widget's mutable fields.

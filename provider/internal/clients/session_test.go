@@ -2,6 +2,7 @@ package clients
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -398,4 +399,94 @@ func TestSessionCallsReportSeen(t *testing.T) {
 	if diff := cmp.Diff(want, feeds.SeenCalls()); diff != "" {
 		t.Errorf("seen: -want, +got:\n%s", diff)
 	}
+}
+
+// TestSessionCreateRecheck checks that creating a widget the change feed
+// follows, which is not ready yet, puts off the resource's next reconcile to
+// the recheck, and that nothing else does.
+func TestSessionCreateRecheck(t *testing.T) {
+	ref := &xpv2.ProviderConfigReference{Kind: nsv1alpha1.ProviderConfigKind, Name: testPC}
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: testNamespace, Name: "web"}}
+	cases := map[string]struct {
+		reason    string
+		provision time.Duration
+		notLive   bool
+		noRecheck bool
+		// ready: the API answers the create with a Ready widget.
+		ready  bool
+		widget string
+		want   []fakes.Delay
+	}{
+		"Provisioning": {
+			reason:    "A widget being provisioned while the feed follows it: the feed says when it is Ready, so the resource waits for the recheck.",
+			provision: time.Hour,
+			widget:    "web-widget",
+			want:      []fakes.Delay{{Req: req, D: 10 * time.Second}},
+		},
+		"ReadyAtOnce": {
+			reason: "A widget that is Ready when created gets no feed entry for it: the reconciler's own requeue reports it.",
+			ready:  true,
+			widget: "web-widget",
+		},
+		"FeedNotLive": {
+			reason:    "While the feed is not polling successfully it may miss the change: the reconciler's requeue stays.",
+			provision: time.Hour,
+			notLive:   true,
+			widget:    "web-widget",
+		},
+		"NoRecheck": {
+			reason:    "Without a recheck configured the reconciler's requeue stays.",
+			provision: time.Hour,
+			noRecheck: true,
+			widget:    "web-widget",
+		},
+		"OtherWidget": {
+			reason:    "Creating a widget the session does not follow delays nothing.",
+			provision: time.Hour,
+			widget:    "other",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			url := apitest.Start(t, apitest.WithOptions(func(o *server.Options) { o.ProvisionDelay = tc.provision })).URL
+			if tc.ready {
+				url = readyCreates(t)
+			}
+			feeds := newFollower()
+			feeds.Live = !tc.notLive
+			g := &Sessions{Resolver: NewResolver(fakes.NewKube(nsPC(url), tokenSecret(testNamespace, apitest.TokenA))), Throttle: NewThrottle(), Feeds: feeds, Recheck: 10 * time.Second}
+			if tc.noRecheck {
+				g.Recheck = 0
+			}
+			delay := &fakes.Delayer{}
+			s, err := g.Open(t.Context(), nsMR(ref), delay, "Widget.kind", "web-widget")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.CreateWidget(t.Context(), widgetapi.CreateWidgetRequest{Name: tc.widget, Size: widgetapi.SizeSmall}); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, delay.Delays()); diff != "" {
+				t.Errorf("%s\ndelays: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// readyCreates serves an API whose creates answer with a Ready widget of the
+// requested name.
+func readyCreates(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req widgetapi.CreateWidgetRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(widgetapi.Widget{ID: "w-1", Name: req.Name, Size: req.Size, State: widgetapi.StateReady, Generation: 1})
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

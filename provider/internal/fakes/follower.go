@@ -35,10 +35,16 @@ type Follower[C any] struct {
 	// Follow.Key. Set it before the first call.
 	KeyOf func(c C) string
 
+	// Live is what Following answers.
+	Live bool
+
 	mu      sync.Mutex
 	follows []Follow
 	seen    []Seen
 }
+
+// Following answers Live.
+func (f *Follower[C]) Following(C) bool { return f.Live }
 
 func (f *Follower[C]) follow(c C, kind, widget string, key types.NamespacedName) Follow {
 	fl := Follow{Kind: kind, Widget: widget, MR: key}

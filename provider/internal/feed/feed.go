@@ -10,6 +10,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
@@ -66,6 +67,8 @@ type follower struct {
 	// widgetOf is the widget each watcher follows, so that a resource that
 	// names another widget, or is deleted, stops following the old one.
 	widgetOf map[watcher]string
+	// live is set while the feed's last poll succeeded (see Following).
+	live atomic.Bool
 }
 
 // watch is a watcher and what it last saw of its widget.
@@ -243,6 +246,17 @@ func (f *follower) unwatch(widget string, w watcher) {
 	f.watchers[widget] = ws
 }
 
+// Following reports whether c's change feed is followed and its last poll
+// succeeded: a change to a followed widget made from now on will requeue
+// its resources within a poll (unless the feed fails; then they wait for
+// their own polls).
+func (m *Manager) Following(c *clients.Connection) bool {
+	m.mu.Lock()
+	f, ok := m.followers[c.Key]
+	m.mu.Unlock()
+	return ok && f.live.Load()
+}
+
 // Seen records that the managed resource key of kind has just read or
 // written widget at generation in state, so that change feed entries for
 // that version (the echo of its own create or update) do not requeue it.
@@ -270,7 +284,9 @@ func (m *Manager) start(c *clients.Connection) *follower {
 	})
 	fl.Wait = m.wait
 	fl.OnResync = func(ctx context.Context) { m.enqueue(ctx, f, nil) }
+	fl.OnPoll = func() { f.live.Store(true) }
 	fl.OnError = func(err error, retryIn time.Duration) {
+		f.live.Store(false)
 		m.log.Debug("Cannot read the Widget API change feed; retrying", "endpoint", c.Endpoint, "error", err.Error(), "retry-in", retryIn.String())
 	}
 	m.log.Debug("Following the Widget API change feed", "endpoint", c.Endpoint)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -551,4 +552,31 @@ func TestNeedLeaderElection(t *testing.T) {
 	if !NewManager(logging.NewNopLogger(), metrics.New()).NeedLeaderElection() {
 		t.Error("NeedLeaderElection(): want true, only the leader may follow feeds")
 	}
+}
+
+// TestFollowing checks that a connection counts as followed only while its
+// feed polls successfully.
+func TestFollowing(t *testing.T) {
+	env := apitest.Start(t, apitest.WithOptions(stable))
+	var broken atomic.Bool
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/changes" && broken.Load() {
+			http.Error(w, "down for the test", http.StatusServiceUnavailable)
+			return
+		}
+		env.HTTP.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	m := NewManager(logging.NewNopLogger(), metrics.New(), WithWait(100*time.Millisecond))
+	start(t, m)
+	c := connection(t, hs.URL, "conn-a")
+	if m.Following(c) {
+		t.Error("Following() before Follow: want false")
+	}
+	m.Follow(c, kindWidget, "w1", mrA)
+	eventually(t, "the connection to count as followed once its feed polled", func() bool { return m.Following(c) })
+	broken.Store(true)
+	eventually(t, "the connection to stop counting while its feed fails", func() bool { return !m.Following(c) })
+	broken.Store(false)
+	eventually(t, "the connection to count again once its feed recovers", func() bool { return m.Following(c) })
 }
