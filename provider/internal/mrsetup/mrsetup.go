@@ -17,7 +17,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -95,6 +94,10 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	name := managed.ControllerName(gvk.GroupKind().String())
 	limiter := ratelimit.New(ratelimiter.NewController())
 	record := event.NewAPIRecorder(mgr.GetEventRecorderFor(name))
+	// See fresh.go: the reconciler's writes are recorded, so that it does
+	// not start again from a cache that has not seen them.
+	fresh, status := newFreshness(), newStatusMemo()
+	kube := writeRecorder{Client: mgr.GetClient(), fresh: fresh, status: status, isKind: func(o client.Object) bool { _, ok := o.(T); return ok }}
 
 	absent := &absences{}
 	kind := gvk.GroupKind().String()
@@ -108,10 +111,10 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 			absent:                 absent,
 		}),
 		managed.WithInitializers(names.NewInitializer()),
-		// See writes.go: two writes fewer for every new resource.
-		managed.WithFinalizer(&deferredFinalizer{Finalizer: resource.NewAPIFinalizer(mgr.GetClient(), managed.FinalizerName), absent: absent, forget: forget}),
-		managed.WithCriticalAnnotationUpdater(statusKeepingUpdater{managed.NewRetryingCriticalAnnotationUpdater(mgr.GetClient())}),
-		managed.WithReferenceResolver(reinitializing{next: LocalReferences(managed.NewAPISimpleReferenceResolver(mgr.GetClient())), init: names.NewInitializer()}),
+		// See writes.go: three writes fewer for every new resource.
+		managed.WithFinalizer(&deferredFinalizer{Finalizer: resource.NewAPIFinalizer(kube, managed.FinalizerName), absent: absent, forget: forget}),
+		managed.WithCriticalAnnotationUpdater(succeededUnwritten{statusKeepingUpdater{managed.NewRetryingCriticalAnnotationUpdater(kube)}}),
+		managed.WithReferenceResolver(reinitializing{next: LocalReferences(managed.NewAPISimpleReferenceResolver(kube)), init: names.NewInitializer()}),
 		// Names are chosen before creation, so a crash between the API's
 		// create and recording the result is safe to retry.
 		managed.WithDeterministicExternalName(true),
@@ -131,13 +134,13 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	if o.MetricOptions != nil {
 		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
 		if o.MetricOptions.MRStateMetrics != nil {
-			sr := statemetrics.NewMRStateRecorder(mgr.GetClient(), o.Logger, o.MetricOptions.MRStateMetrics, newList(), o.MetricOptions.PollStateMetricInterval)
+			sr := newStateRecorder(mgr.GetCache(), gvk, newList, o.MetricOptions.MRStateMetrics, o.MetricOptions.PollStateMetricInterval, o.Logger.WithValues("controller", name))
 			if err := mgr.Add(sr); err != nil {
 				return errors.Wrapf(err, "cannot add %s state metrics recorder", gvk.Kind)
 			}
 		}
 	}
-	r := managed.NewReconciler(mgr, resource.ManagedKind(gvk), opts...)
+	r := managed.NewReconciler(clientManager{Manager: mgr, c: kube}, resource.ManagedKind(gvk), opts...)
 
 	copts := o.ForControllerRuntime()
 	copts.RateLimiter = limiter
@@ -146,16 +149,16 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 		WithOptions(copts).
 		// Status-only updates, and the annotations the reconciler writes
 		// while creating, are our own and need no other reconcile.
-		For(newObj(), builder.WithPredicates(predicate.Or[client.Object](
+		For(newObj(), builder.WithPredicates(cacheObserver{fresh: fresh, status: status}, predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{},
 			ForeignAnnotationChanged{},
 			predicate.LabelChangedPredicate{})))
 	inner := errors.WithSilentRequeueOnConflict(r)
 	limited := ratelimiter.NewReconciler(name, inner, o.GlobalRateLimiter)
 	if d.Feed == nil {
-		return b.Complete(limited)
+		return b.Complete(freshGate{fresh: fresh, next: limited})
 	}
-	return b.WatchesRawSource(d.Feed.Source(kind)).Complete(&driftFirst{kind: kind, feed: d.Feed, direct: inner, limited: limited})
+	return b.WatchesRawSource(d.Feed.Source(kind)).Complete(freshGate{fresh: fresh, next: &driftFirst{kind: kind, feed: d.Feed, direct: inner, limited: limited}})
 }
 
 // driftFirst applies the global reconcile rate limit to every request except

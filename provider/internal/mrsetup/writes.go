@@ -26,11 +26,23 @@ import (
 //     external-create-pending annotation, which carries the finalizer too.
 //     deferredFinalizer therefore adds the finalizer without a write when
 //     the same reconcile observed no external resource.
+//   - The external-create-succeeded annotation tells the reconciler that a
+//     create finished, so that it may proceed when an external name chosen
+//     by the create could have been lost. This provider's names are
+//     deterministic (chosen and saved with external-create-pending, before
+//     the create), so crossplane-runtime proceeds either way
+//     (WithDeterministicExternalName): succeededUnwritten keeps that
+//     annotation in memory without a write of its own. A resource whose
+//     create succeeded therefore keeps external-create-pending (when the
+//     create was asked for) and no external-create-succeeded.
 //   - Create records what the Widget API answered, but the reconciler's
-//     update of the external-create-succeeded annotation replaces the
-//     resource with the API server's copy, status included, so the status
-//     written after the create lacks it and the next observation writes it.
+//     other critical annotation update (external-create-failed) replaces
+//     the resource with the API server's copy, status included.
 //     statusKeepingUpdater keeps the status Create recorded.
+//
+// That leaves three writes of the resource for a new widget: the pending
+// update (with the external name and the finalizer), the status after the
+// create, and the Ready status.
 
 // reinitializing resolves references with next, then initializes the
 // resource again with init: a resolver that changes a reference patches the
@@ -130,6 +142,30 @@ func (f *deferredFinalizer) RemoveFinalizer(ctx context.Context, o resource.Obje
 		f.forget(types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
 	}
 	return nil
+}
+
+// succeededUnwritten updates critical annotations with the wrapped updater,
+// except after a successful create: the external-create-succeeded annotation
+// alone is not worth a write when external names are deterministic (see
+// above). Create must then not have changed the resource's metadata: this
+// provider's never do (the external name is set before the create).
+type succeededUnwritten struct {
+	managed.CriticalAnnotationUpdater
+}
+
+func (u succeededUnwritten) UpdateCriticalAnnotations(ctx context.Context, o client.Object) error {
+	if createSucceeded(o) {
+		return nil
+	}
+	return u.CriticalAnnotationUpdater.UpdateCriticalAnnotations(ctx, o)
+}
+
+// createSucceeded reports whether o's latest create marker is
+// external-create-succeeded: the reconciler has just recorded a successful
+// create.
+func createSucceeded(o client.Object) bool {
+	ok := meta.GetExternalCreateSucceeded(o)
+	return !ok.IsZero() && !ok.Before(meta.GetExternalCreatePending(o)) && !ok.Before(meta.GetExternalCreateFailed(o))
 }
 
 // statusKeepingUpdater updates critical annotations like the wrapped

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
@@ -257,6 +258,73 @@ func TestReinitializing(t *testing.T) {
 				if diff := cmp.Diff(tc.want, mg.GetAnnotations()); diff != "" {
 					t.Errorf("%s\nannotations: -want, +got:\n%s", tc.reason, diff)
 				}
+			}
+		})
+	}
+}
+
+func TestSucceededUnwritten(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	t1 := t0.Add(time.Minute)
+	cases := map[string]struct {
+		reason                     string
+		pending, succeeded, failed time.Time
+		wantWrites                 int
+	}{
+		"CreateSucceeded": {
+			reason:     "The reconciler has just recorded a successful create: no write for the succeeded annotation alone.",
+			pending:    t0,
+			succeeded:  t0,
+			wantWrites: 0,
+		},
+		"CreateFailed": {
+			reason:     "A failed create's annotation is saved.",
+			pending:    t1,
+			succeeded:  t0,
+			failed:     t1,
+			wantWrites: 1,
+		},
+		"CreateFailedNeverSucceeded": {
+			reason:     "A failed first create's annotation is saved.",
+			pending:    t0,
+			failed:     t0,
+			wantWrites: 1,
+		},
+		"RecreateSucceeded": {
+			reason:     "A successful create after an earlier failure needs no write either.",
+			pending:    t1,
+			succeeded:  t1,
+			failed:     t0,
+			wantWrites: 0,
+		},
+		"NoMarkers": {
+			reason:     "Any other critical annotation update is saved.",
+			wantWrites: 1,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			writes := 0
+			kube := &test.MockClient{MockUpdate: func(context.Context, client.Object, ...client.UpdateOption) error {
+				writes++
+				return nil
+			}}
+			mg := newWidget("uid-1", "1")
+			if !tc.pending.IsZero() {
+				meta.SetExternalCreatePending(mg, tc.pending)
+			}
+			if !tc.succeeded.IsZero() {
+				meta.SetExternalCreateSucceeded(mg, tc.succeeded)
+			}
+			if !tc.failed.IsZero() {
+				meta.SetExternalCreateFailed(mg, tc.failed)
+			}
+			u := succeededUnwritten{managed.NewRetryingCriticalAnnotationUpdater(kube)}
+			if err := u.UpdateCriticalAnnotations(t.Context(), mg); err != nil {
+				t.Fatal(err)
+			}
+			if writes != tc.wantWrites {
+				t.Errorf("%s\nwrites: want %d, got %d", tc.reason, tc.wantWrites, writes)
 			}
 		})
 	}
