@@ -22,6 +22,7 @@ import (
 
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
+	"github.com/widgetco/crossplane-widget/test/lib/prom"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
@@ -98,29 +99,32 @@ func providerSection(t *testing.T, b *bench) string {
 	w("function-widget composes them, so nothing is late-initialized) are created by %d concurrent clients, and a\n", workers)
 	w("watch records when each is first Ready=True. Time-to-Ready is from the Widget's create request to that\n")
 	w("watch event. In the same run and before the provider starts, the same %d clients create %d plain\n", workers, n)
-	w("ConfigMaps: what the API server takes. *Reconciles* counts controller-runtime's reconciles, including the\n")
+	w("ConfigMaps: what the API server takes; then they write %d Widgets the way the provider must at the least, with no\n", n)
+	w("provider running (create, a metadata update, two status updates each: *raw Widget lifecycles/s*).\n")
+	w("*Reconciles* counts controller-runtime's reconciles, including the\n")
 	w("ones the global rate limiter (`--max-reconcile-rate`) only deferred; *did work* counts the reconciles that\n")
 	w("read the widget (one GET each). The first flag set runs %d times (with its median), the others once.\n\n", runs)
-	w("| flags | run | all Ready | per Widget p50 | p90 | p99 | Widgets Ready/s | raw ConfigMap creates/s | provider / raw | reconciles/Widget | did work/Widget | kube-apiserver requests/Widget | Widget API requests/Widget | feed: queued / skipped | provider CPU | RSS |\n")
-	w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	w("| flags | run | all Ready | per Widget p50 | p90 | p99 | Widgets Ready/s | raw ConfigMap creates/s | provider / raw | raw Widget lifecycles/s | provider / raw lifecycles | reconciles/Widget | did work/Widget | kube-apiserver requests/Widget | Widget API requests/Widget | feed: queued / skipped | provider CPU | RSS |\n")
+	w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, sc := range scs {
 		flags := sc.flags
 		if flags == "" {
 			flags = "(defaults)"
 		}
-		var rates, raws, alls []float64
+		var rates, raws, lifes, alls []float64
 		for i, r := range sc.runs {
 			fn := float64(r.n)
 			rate := fn / r.allReady.Seconds()
 			raw := float64(r.rawCreateCount) / r.rawCreate.Seconds()
-			rates, raws, alls = append(rates, rate), append(raws, raw), append(alls, r.allReady.Seconds())
-			w("| `%s` | %d | %s | %s | %s | %s | %.1f | %.0f | %.2f%% | %.1f | %.2f | %.1f | %.1f | %.0f / %.0f | %.1f s | %.0f MB |\n", flags, i+1,
+			life := fn / r.rawLifecycle.Seconds()
+			rates, raws, lifes, alls = append(rates, rate), append(raws, raw), append(lifes, life), append(alls, r.allReady.Seconds())
+			w("| `%s` | %d | %s | %s | %s | %s | %.1f | %.0f | %.2f%% | %.0f | %.1f%% | %.1f | %.2f | %.1f | %.1f | %.0f / %.0f | %.1f s | %.0f MB |\n", flags, i+1,
 				secs(r.allReady), secs(quantile(r.toReady, .5)), secs(quantile(r.toReady, .9)), secs(quantile(r.toReady, .99)),
-				rate, raw, 100*rate/raw, r.reconciles/fn, r.apiGets/fn, r.kubeRequests/fn, r.apiTotal/fn,
+				rate, raw, 100*rate/raw, life, 100*rate/life, r.reconciles/fn, r.apiGets/fn, r.kubeRequests/fn, r.apiTotal/fn,
 				r.feedEnqueues, r.feedSkips, r.cpu.Seconds(), float64(r.rssKB)/1024)
 		}
 		if len(sc.runs) > 1 {
-			w("| `%s` | median | %.2f s | | | | %.1f | %.0f | %.2f%% | | | | | | | |\n", flags, medianF(alls), medianF(rates), medianF(raws), 100*medianF(rates)/medianF(raws))
+			w("| `%s` | median | %.2f s | | | | %.1f | %.0f | %.2f%% | %.0f | %.1f%% | | | | | | | |\n", flags, medianF(alls), medianF(rates), medianF(raws), 100*medianF(rates)/medianF(raws), medianF(lifes), 100*medianF(rates)/medianF(lifes))
 		}
 	}
 	w("\n**Before and after** (measured on this machine on 2026-11-21, `--max-reconcile-rate=10`, N=100, one run each;\n")
@@ -154,10 +158,14 @@ func providerSection(t *testing.T, b *bench) string {
 	for _, op := range sortedKeys(last.apiRequests) {
 		w("| %s | %.0f | %.2f |\n", op, last.apiRequests[op], last.apiRequests[op]/float64(last.n))
 	}
-	w("\nThe provider's kube-apiserver requests during creation (first flags, last run), by method")
-	w(" (`rest_client_requests_total`; PUT and PATCH are the writes, status ones included):\n\n| method | requests | per Widget |\n| --- | ---: | ---: |\n")
-	for _, m := range sortedKeys(last.kubeByMethod) {
-		w("| %s | %.0f | %.2f |\n", m, last.kubeByMethod[m], last.kubeByMethod[m]/float64(last.n))
+	w("\nThe provider's kube-apiserver requests during creation (first flags, last run), by method and response code")
+	w(" (`rest_client_requests_total`; PUT and PATCH are the writes, status ones included; 409 is a conflict):\n\n| method | code | requests | per Widget |\n| --- | --- | ---: | ---: |\n")
+	for _, m := range sortedKeys(last.kubeByCall) {
+		if last.kubeByCall[m] <= 0 {
+			continue
+		}
+		method, code, _ := strings.Cut(m, " ")
+		w("| %s | %s | %.0f | %.2f |\n", method, code, last.kubeByCall[m], last.kubeByCall[m]/float64(last.n))
 	}
 	png := filepath.Join(b.docDir, "benchmarks-time-to-ready.png")
 	series := make([]histSeries, 0, len(scs))
@@ -238,12 +246,14 @@ type runOpts struct {
 // providerRun is the outcome of one provider run.
 type providerRun struct {
 	runOpts
-	createFor      time.Duration   // sending all creates
-	allReady       time.Duration   // first create sent to last Widget Ready
-	toReady        []time.Duration // per Widget, create sent to Ready
-	reconciles     float64
-	kubeRequests   float64 // from the provider, rest_client_requests_total
-	kubeByMethod   map[string]float64
+	createFor    time.Duration   // sending all creates
+	allReady     time.Duration   // first create sent to last Widget Ready
+	toReady      []time.Duration // per Widget, create sent to Ready
+	reconciles   float64
+	kubeRequests float64 // from the provider, rest_client_requests_total
+	kubeByMethod map[string]float64
+	// kubeByCall: the same by "METHOD code" (a 409 is a conflict).
+	kubeByCall     map[string]float64
 	apiRequests    map[string]float64
 	apiTotal       float64
 	apiGets        float64 // GETs of one widget: one per reconcile that did work
@@ -257,6 +267,9 @@ type providerRun struct {
 	rssKB          int // when all were Ready (and at the end of the steady window, if larger)
 	rawCreate      time.Duration
 	rawCreateCount int
+	// rawLifecycle: the same clients writing n Widgets the way the
+	// provider must at the least (see rawWidgetLifecycle).
+	rawLifecycle time.Duration
 }
 
 // runProvider starts a Widget API server and the provider, creates o.n
@@ -267,6 +280,7 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 	n, ns := o.n, o.ns
 	if o.raw {
 		r.rawCreate, r.rawCreateCount = rawCreate(t, k, "raw-"+ns, n, o.workers), n
+		r.rawLifecycle = rawWidgetLifecycle(t, k, "rawwidget-"+ns, n, o.workers)
 	}
 
 	s, err := server.New(server.Options{DataDir: t.TempDir(), Tokens: map[string]string{"bench-token": "bench"}})
@@ -287,6 +301,7 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 	metrics, stop, pid := p.metrics, p.stop, p.pid
 	kube0 := promSum(metrics, "rest_client_requests_total")
 	kubeBy0 := promSamples(metrics, "rest_client_requests_total").By("method")
+	kubeCalls0 := byMethodAndCode(promSamples(metrics, "rest_client_requests_total"))
 	cpu0 := cpuTime(pid)
 
 	readyAt := make(map[string]time.Time, n)
@@ -298,16 +313,7 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 
 	var sent map[string]time.Time
 	sent, r.createFor = createAll(t, k.kube, n, o.workers, func(i int) client.Object {
-		w := &nsv1beta1.Widget{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("w-%05d", i)},
-			Spec: nsv1beta1.WidgetSpec{
-				// As function-widget composes them: every field set, so
-				// nothing is late-initialized.
-				ForProvider:  commonv1beta1.WidgetParameters{Size: ptr.To("medium"), Labels: map[string]string{"team": "a"}},
-				InitProvider: commonv1beta1.WidgetInitParameters{Region: ptr.To("us-east-1")},
-			},
-		}
-		w.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}
+		w := benchWidget(ns, fmt.Sprintf("w-%05d", i))
 		if o.importing {
 			w.Spec.ForProvider = commonv1beta1.WidgetParameters{}
 			w.Spec.InitProvider = commonv1beta1.WidgetInitParameters{}
@@ -345,6 +351,10 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 	r.kubeByMethod = promSamples(metrics, "rest_client_requests_total").By("method")
 	for m, v := range kubeBy0 {
 		r.kubeByMethod[m] -= v
+	}
+	r.kubeByCall = byMethodAndCode(promSamples(metrics, "rest_client_requests_total"))
+	for m, v := range kubeCalls0 {
+		r.kubeByCall[m] -= v
 	}
 	r.feedEnqueues = promSum(metrics, "widget_feed_enqueues_total")
 	r.feedSkips = promSum(metrics, "widget_feed_skips_total")
@@ -384,6 +394,83 @@ func rawCreate(t *testing.T, k *kubeEnv, ns string, n, workers int) time.Duratio
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%05d", i)}, Data: map[string]string{"size": "medium", "team": "a"}}
 	})
 	return d
+}
+
+// rawWidgetLifecycle measures how fast the API server takes the writes a
+// new Widget needs at the least, with no provider running: the create, an
+// update of its metadata (the provider's finalizer and external name), and
+// two status updates (Creating after the widget's create, then Ready); four
+// writes of a Widget, one after the other, for each of n Widgets, by the
+// same clients as rawCreate. The Widgets are deleted before the provider
+// starts, so it never sees them.
+func rawWidgetLifecycle(t *testing.T, k *kubeEnv, ns string, n, workers int) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	if err := k.kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	work := make(chan int)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for i := range work {
+				w := benchWidget(ns, fmt.Sprintf("w-%05d", i))
+				err := k.kube.Create(ctx, w)
+				if err == nil {
+					meta.AddFinalizer(w, "bench.widgetco.io/raw")
+					meta.SetExternalName(w, w.GetName())
+					err = k.kube.Update(ctx, w)
+				}
+				if err == nil {
+					w.SetConditions(xpv2.Creating(), xpv2.ReconcileSuccess())
+					err = k.kube.Status().Update(ctx, w)
+				}
+				if err == nil {
+					w.SetConditions(xpv2.Available())
+					err = k.kube.Status().Update(ctx, w)
+				}
+				if err != nil {
+					t.Errorf("raw Widget %d: %v", i, err)
+				}
+			}
+		})
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	d := time.Since(start)
+	l := &nsv1beta1.WidgetList{}
+	if err := k.kube.List(ctx, l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range l.Items {
+		w := &l.Items[i]
+		w.SetFinalizers(nil)
+		if err := k.kube.Update(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		if err := k.kube.Delete(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// benchWidget is a Widget as function-widget composes it: every field set,
+// so nothing is late-initialized.
+func benchWidget(ns, name string) *nsv1beta1.Widget {
+	w := &nsv1beta1.Widget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: nsv1beta1.WidgetSpec{
+			ForProvider:  commonv1beta1.WidgetParameters{Size: ptr.To("medium"), Labels: map[string]string{"team": "a"}},
+			InitProvider: commonv1beta1.WidgetInitParameters{Region: ptr.To("us-east-1")},
+		},
+	}
+	w.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}
+	return w
 }
 
 // importName is the name of the i-th pre-existing widget of an import run.
@@ -432,4 +519,14 @@ func createForeignSecrets(t *testing.T, k *kubeEnv, n, workers int) {
 		}
 	})
 	t.Logf("created %d foreign Secrets in %s", n, took)
+}
+
+// byMethodAndCode adds up samples of rest_client_requests_total by
+// "METHOD code".
+func byMethodAndCode(ss prom.Samples) map[string]float64 {
+	m := map[string]float64{}
+	for _, x := range ss {
+		m[x.Labels["method"]+" "+x.Labels["code"]] += x.Value
+	}
+	return m
 }
