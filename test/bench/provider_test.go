@@ -167,6 +167,9 @@ func providerSection(t *testing.T, b *bench) string {
 		method, code, _ := strings.Cut(m, " ")
 		w("| %s | %s | %.0f | %.2f |\n", method, code, last.kubeByCall[m], last.kubeByCall[m]/float64(last.n))
 	}
+	w("\nIn the same run: %.0f reconciles put off because the cache had not yet seen the provider's own last write", last.cacheWaits["deferred"])
+	w(" (`widget_stale_cache_waits_total`; %.0f gave up waiting after 5 s), %.0f status updates not sent because they changed nothing", last.cacheWaits["expired"], last.unchangedStatus)
+	w(" (`widget_unchanged_status_updates_skipped_total`).\n")
 	png := filepath.Join(b.docDir, "benchmarks-time-to-ready.png")
 	series := make([]histSeries, 0, len(scs))
 	for _, sc := range scs {
@@ -253,20 +256,24 @@ type providerRun struct {
 	kubeRequests float64 // from the provider, rest_client_requests_total
 	kubeByMethod map[string]float64
 	// kubeByCall: the same by "METHOD code" (a 409 is a conflict).
-	kubeByCall     map[string]float64
-	apiRequests    map[string]float64
-	apiTotal       float64
-	apiGets        float64 // GETs of one widget: one per reconcile that did work
-	feedEnqueues   float64
-	feedSkips      float64
-	cpu            time.Duration // provider CPU time, start to all Ready
-	steadyKube     float64
-	steadyAPI      float64
-	steadyGets     float64
-	steadyRecs     float64
-	rssKB          int // when all were Ready (and at the end of the steady window, if larger)
-	rawCreate      time.Duration
-	rawCreateCount int
+	kubeByCall map[string]float64
+	// cacheWaits are widget_stale_cache_waits_total by outcome;
+	// unchangedStatus is widget_unchanged_status_updates_skipped_total.
+	cacheWaits      map[string]float64
+	unchangedStatus float64
+	apiRequests     map[string]float64
+	apiTotal        float64
+	apiGets         float64 // GETs of one widget: one per reconcile that did work
+	feedEnqueues    float64
+	feedSkips       float64
+	cpu             time.Duration // provider CPU time, start to all Ready
+	steadyKube      float64
+	steadyAPI       float64
+	steadyGets      float64
+	steadyRecs      float64
+	rssKB           int // when all were Ready (and at the end of the steady window, if larger)
+	rawCreate       time.Duration
+	rawCreateCount  int
 	// rawLifecycle: the same clients writing n Widgets the way the
 	// provider must at the least (see rawWidgetLifecycle).
 	rawLifecycle time.Duration
@@ -353,6 +360,8 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 		r.kubeByMethod[m] -= v
 	}
 	r.kubeByCall = byMethodAndCode(promSamples(metrics, "rest_client_requests_total"))
+	r.cacheWaits = promSamples(metrics, "widget_stale_cache_waits_total").By("outcome")
+	r.unchangedStatus = promSum(metrics, "widget_unchanged_status_updates_skipped_total")
 	for m, v := range kubeCalls0 {
 		r.kubeByCall[m] -= v
 	}

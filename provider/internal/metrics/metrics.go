@@ -30,6 +30,14 @@ type Metrics struct {
 	// FeedSkips counts managed resources not queued for a change because
 	// they had already seen the widget at that version (their own write).
 	FeedSkips prometheus.Counter
+	// CacheWaits counts reconciles put off because the informer cache had
+	// not yet seen the controller's own last write of the resource, by
+	// kind and outcome: "deferred" (put off briefly) or "expired" (the
+	// cache did not catch up in time; reconciled anyway).
+	CacheWaits *prometheus.CounterVec
+	// UnchangedStatus counts status updates not sent because they would
+	// have changed nothing, by kind.
+	UnchangedStatus *prometheus.CounterVec
 }
 
 // New returns unregistered metrics.
@@ -60,12 +68,20 @@ func New() *Metrics {
 			Name: "widget_feed_skips_total",
 			Help: "Managed resources not queued for a change feed entry because they had already seen that version of the widget (typically their own write).",
 		}),
+		CacheWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "widget_stale_cache_waits_total",
+			Help: "Reconciles put off because the cache had not yet seen the provider's own last write of the resource, by kind and outcome (deferred; expired: reconciled anyway).",
+		}, []string{"kind", "outcome"}),
+		UnchangedStatus: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "widget_unchanged_status_updates_skipped_total",
+			Help: "Managed resource status updates not sent because they would have changed nothing, by kind.",
+		}, []string{"kind"}),
 	}
 }
 
 // Register registers every metric with r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.APIRequests, m.APILatency, m.Updates, m.FeedChanges, m.FeedEnqueues, m.FeedSkips} {
+	for _, c := range []prometheus.Collector{m.APIRequests, m.APILatency, m.Updates, m.FeedChanges, m.FeedEnqueues, m.FeedSkips, m.CacheWaits, m.UnchangedStatus} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

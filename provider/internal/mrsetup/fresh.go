@@ -34,6 +34,9 @@ type freshness struct {
 	mu      sync.Mutex
 	written map[types.NamespacedName]write
 	now     func() time.Time
+	// observe, when set, is told each time behind answers true
+	// ("deferred") or gives up waiting ("expired").
+	observe func(outcome string)
 }
 
 type write struct {
@@ -43,9 +46,10 @@ type write struct {
 
 const (
 	// freshRetry is how long a reconcile whose cache is behind waits.
-	freshRetry = 50 * time.Millisecond
-	// freshMaxWait is how long after a write the cache may be behind.
-	freshMaxWait = time.Second
+	freshRetry = 100 * time.Millisecond
+	// freshMaxWait is how long after a write the cache may be behind. On
+	// two busy cores the cache fell more than a second behind.
+	freshMaxWait = 5 * time.Second
 	// freshPrune is the size past which a write records expired entries
 	// are removed (resources deleted right after a write).
 	freshPrune = 1024
@@ -98,9 +102,17 @@ func (f *freshness) behind(key types.NamespacedName) bool {
 	}
 	if f.now().Sub(w.at) >= freshMaxWait {
 		delete(f.written, key)
+		f.observed("expired")
 		return false
 	}
+	f.observed("deferred")
 	return true
+}
+
+func (f *freshness) observed(outcome string) {
+	if f.observe != nil {
+		f.observe(outcome)
+	}
 }
 
 // freshGate puts off reconciles whose cache is behind the controller's own
@@ -156,6 +168,8 @@ type writeRecorder struct {
 	fresh  *freshness
 	status *statusMemo
 	isKind func(client.Object) bool
+	// skipped, when set, is told of each status update not sent.
+	skipped func()
 }
 
 func (c writeRecorder) Update(ctx context.Context, o client.Object, opts ...client.UpdateOption) error {
@@ -194,6 +208,9 @@ type statusRecorder struct {
 
 func (s statusRecorder) Update(ctx context.Context, o client.Object, opts ...client.SubResourceUpdateOption) error {
 	if s.c.isKind(o) && s.c.status.unchanged(o) {
+		if s.c.skipped != nil {
+			s.c.skipped()
+		}
 		return nil
 	}
 	before := o.GetResourceVersion()

@@ -34,15 +34,18 @@ func TestFreshness(t *testing.T) {
 		// may advance it.
 		steps      func(f *freshness, clock *time.Time)
 		wantBehind bool
+		// wantObserved are the outcomes behind reports.
+		wantObserved []string
 	}{
 		"NothingWritten": {
 			reason: "A resource the controller never wrote is never behind.",
 			steps:  func(*freshness, *time.Time) {},
 		},
 		"Written": {
-			reason:     "Right after a write the cache is behind until it holds the written version.",
-			steps:      func(f *freshness, _ *time.Time) { f.wrote(at("2"), "1") },
-			wantBehind: true,
+			reason:       "Right after a write the cache is behind until it holds the written version.",
+			steps:        func(f *freshness, _ *time.Time) { f.wrote(at("2"), "1") },
+			wantBehind:   true,
+			wantObserved: []string{"deferred"},
 		},
 		"Cached": {
 			reason: "Once the cache holds the written version it is no longer behind.",
@@ -57,7 +60,8 @@ func TestFreshness(t *testing.T) {
 				f.wrote(at("3"), "2")
 				f.cached(at("2"), false)
 			},
-			wantBehind: true,
+			wantBehind:   true,
+			wantObserved: []string{"deferred"},
 		},
 		"NoopWrite": {
 			reason: "An update that changed nothing keeps its version and has no event to wait for.",
@@ -76,6 +80,7 @@ func TestFreshness(t *testing.T) {
 				f.wrote(at("2"), "1")
 				*clock = clock.Add(freshMaxWait)
 			},
+			wantObserved: []string{"expired"},
 		},
 	}
 	for name, tc := range cases {
@@ -83,9 +88,14 @@ func TestFreshness(t *testing.T) {
 			clock := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 			f := newFreshness()
 			f.now = func() time.Time { return clock }
+			var observed []string
+			f.observe = func(o string) { observed = append(observed, o) }
 			tc.steps(f, &clock)
 			if got := f.behind(key); got != tc.wantBehind {
 				t.Errorf("%s\nbehind(): want %t, got %t", tc.reason, tc.wantBehind, got)
+			}
+			if diff := cmp.Diff(tc.wantObserved, observed); diff != "" {
+				t.Errorf("%s\nobserved outcomes: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
@@ -289,7 +299,9 @@ func TestStatusUpdateSkipped(t *testing.T) {
 					return nil
 				},
 			}
-			c := writeRecorder{Client: kube, fresh: newFreshness(), status: newStatusMemo(), isKind: func(o client.Object) bool { _, ok := o.(*nsv1beta1.Widget); return ok }}
+			skipped := 0
+			c := writeRecorder{Client: kube, fresh: newFreshness(), status: newStatusMemo(), isKind: func(o client.Object) bool { _, ok := o.(*nsv1beta1.Widget); return ok },
+				skipped: func() { skipped++ }}
 			w := &nsv1beta1.Widget{}
 			if err := c.Get(t.Context(), client.ObjectKeyFromObject(stored), w); err != nil {
 				t.Fatal(err)
@@ -308,6 +320,9 @@ func TestStatusUpdateSkipped(t *testing.T) {
 			}
 			if writes != tc.wantWrites {
 				t.Errorf("%s\nthe same status sent again after it was written", tc.reason)
+			}
+			if want := 2 - tc.wantWrites; skipped != want {
+				t.Errorf("%s\nskipped updates counted: want %d, got %d", tc.reason, want, skipped)
 			}
 		})
 	}

@@ -98,6 +98,10 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	// not start again from a cache that has not seen them.
 	fresh, status := newFreshness(), newStatusMemo()
 	kube := writeRecorder{Client: mgr.GetClient(), fresh: fresh, status: status, isKind: func(o client.Object) bool { _, ok := o.(T); return ok }}
+	if d.Metrics != nil {
+		fresh.observe = func(outcome string) { d.Metrics.CacheWaits.WithLabelValues(gvk.GroupKind().String(), outcome).Inc() }
+		kube.skipped = d.Metrics.UnchangedStatus.WithLabelValues(gvk.GroupKind().String()).Inc
+	}
 
 	absent := &absences{}
 	kind := gvk.GroupKind().String()
