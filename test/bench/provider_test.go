@@ -207,6 +207,13 @@ func providerSection(t *testing.T, b *bench) string {
 	w("| kube-apiserver requests | %.0f | %.2f | %.1f |\n", st.steadyKube, perPoll(st.steadyKube), perHour(st.steadyKube))
 	w("| Widget API requests (all) | %.0f | %.2f | %.1f |\n", st.steadyAPI, perPoll(st.steadyAPI), perHour(st.steadyAPI))
 	w("| Widget API widget GETs | %.0f | %.2f | %.1f |\n", st.steadyGets, perPoll(st.steadyGets), perHour(st.steadyGets))
+	w("\nThe window's kube-apiserver requests by method and code:")
+	for _, m := range sortedKeys(st.steadyByCall) {
+		if st.steadyByCall[m] > 0 {
+			w(" %s %.0f;", m, st.steadyByCall[m])
+		}
+	}
+	w("\n")
 	w("\nThe change feed's long polls (one connection, `--feed-wait=30s`) are shared by all Widgets of a ProviderConfig,\n")
 	w("so they are in the totals but do not grow with the number of Widgets.\n\n")
 
@@ -271,6 +278,9 @@ type providerRun struct {
 	steadyAPI       float64
 	steadyGets      float64
 	steadyRecs      float64
+	// steadyByCall: kube-apiserver requests in the steady window by
+	// "METHOD code".
+	steadyByCall map[string]float64
 	rssKB           int // when all were Ready (and at the end of the steady window, if larger)
 	rawCreate       time.Duration
 	rawCreateCount  int
@@ -378,7 +388,12 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 	r.rssKB = rssOf(pid)
 
 	if o.steady > 0 {
+		before := byMethodAndCode(promSamples(metrics, "rest_client_requests_total"))
 		time.Sleep(o.steady)
+		r.steadyByCall = byMethodAndCode(promSamples(metrics, "rest_client_requests_total"))
+		for m, v := range before {
+			r.steadyByCall[m] -= v
+		}
 		r.steadyRecs = promSum(metrics, "controller_runtime_reconcile_total") - r.reconciles
 		r.steadyKube = promSum(metrics, "rest_client_requests_total") - kube0 - r.kubeRequests
 		by, tot := apiRequests(t, s)
