@@ -5,6 +5,8 @@ package main
 import (
 	"crypto/tls"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -92,7 +94,16 @@ func main() {
 	kctx.FatalIfErrorf(run(c))
 }
 
+// gcPercent is the garbage collector's target heap growth unless GOGC is
+// set: 50 instead of Go's 100 keeps the provider within 150 MiB of memory
+// with 10,000 Widgets managed, for about a quarter more CPU while it
+// creates them (docs/benchmarks.md).
+const gcPercent = 50
+
 func run(c *cli) error {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(gcPercent)
+	}
 	level := zapcore.InfoLevel
 	if c.Debug {
 		level = zapcore.DebugLevel
