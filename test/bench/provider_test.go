@@ -36,6 +36,7 @@ func providerSection(t *testing.T, b *bench) string {
 	w := func(format string, a ...any) { fmt.Fprintf(&doc, format, a...) }
 
 	n := envInt("WIDGET_BENCH_N", 1000)
+	settle := time.Duration(envInt("WIDGET_BENCH_SETTLE_SECONDS", 0)) * time.Second
 	runs := envInt("WIDGET_BENCH_PROVIDER_RUNS", 3) // of the defaults; other flag sets run once
 	const workers = 8
 	var extra []string
@@ -78,12 +79,12 @@ func providerSection(t *testing.T, b *bench) string {
 		for range nruns {
 			if base != nil && i == 0 {
 				seq++
-				r := runProvider(t, k, baseline, runOpts{ns: fmt.Sprintf("create-%d", seq), n: n, workers: workers, args: append(strings.Fields(flags), extra...), raw: true})
+				r := runProvider(t, k, baseline, runOpts{ns: fmt.Sprintf("create-%d", seq), n: n, workers: workers, args: append(strings.Fields(flags), extra...), raw: true, settle: settle})
 				t.Logf("baseline provider %q: all Ready in %s, raw ConfigMaps %s", flags, r.allReady, r.rawCreate)
 				base.runs = append(base.runs, r)
 			}
 			seq++
-			r := runProvider(t, k, bin, runOpts{ns: fmt.Sprintf("create-%d", seq), n: n, workers: workers, args: append(strings.Fields(flags), extra...), raw: true})
+			r := runProvider(t, k, bin, runOpts{ns: fmt.Sprintf("create-%d", seq), n: n, workers: workers, args: append(strings.Fields(flags), extra...), raw: true, settle: settle})
 			t.Logf("provider %q: all Ready in %s, p50 %s, p99 %s, raw ConfigMaps %s", flags, r.allReady, quantile(r.toReady, .5), quantile(r.toReady, .99), r.rawCreate)
 			sc.runs = append(sc.runs, r)
 		}
@@ -103,9 +104,11 @@ func providerSection(t *testing.T, b *bench) string {
 	w("provider running (create, a metadata update, two status updates each: *raw Widget lifecycles/s*).\n")
 	w("*Reconciles* counts controller-runtime's reconciles, including the\n")
 	w("ones the global rate limiter (`--max-reconcile-rate`) only deferred; *did work* counts the reconciles that\n")
-	w("read the widget (one GET each). The first flag set runs %d times (with its median), the others once.\n\n", runs)
-	w("| flags | run | all Ready | per Widget p50 | p90 | p99 | Widgets Ready/s | raw ConfigMap creates/s | provider / raw | raw Widget lifecycles/s | provider / raw lifecycles | reconciles/Widget | did work/Widget | kube-apiserver requests/Widget | Widget API requests/Widget | feed: queued / skipped | provider CPU | RSS |\n")
-	w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	w("read the widget (one GET each). The first flag set runs %d times (with its median), the others once.\n", runs)
+	w("RSS is the provider's VmRSS when all are Ready, and WIDGET_BENCH_SETTLE_SECONDS (%d) later with nothing\n", envInt("WIDGET_BENCH_SETTLE_SECONDS", 0))
+	w("changing (0: not measured), in MiB (earlier sections of this document wrote MB for the same MiB figures).\n\n")
+	w("| flags | run | all Ready | per Widget p50 | p90 | p99 | Widgets Ready/s | raw ConfigMap creates/s | provider / raw | raw Widget lifecycles/s | provider / raw lifecycles | reconciles/Widget | did work/Widget | kube-apiserver requests/Widget | Widget API requests/Widget | feed: queued / skipped | provider CPU | RSS (MiB) | RSS after settling (MiB) |\n")
+	w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, sc := range scs {
 		flags := sc.flags
 		if flags == "" {
@@ -118,13 +121,13 @@ func providerSection(t *testing.T, b *bench) string {
 			raw := float64(r.rawCreateCount) / r.rawCreate.Seconds()
 			life := fn / r.rawLifecycle.Seconds()
 			rates, raws, lifes, alls = append(rates, rate), append(raws, raw), append(lifes, life), append(alls, r.allReady.Seconds())
-			w("| `%s` | %d | %s | %s | %s | %s | %.1f | %.0f | %.2f%% | %.0f | %.1f%% | %.1f | %.2f | %.1f | %.1f | %.0f / %.0f | %.1f s | %.0f MB |\n", flags, i+1,
+			w("| `%s` | %d | %s | %s | %s | %s | %.1f | %.0f | %.2f%% | %.0f | %.1f%% | %.1f | %.2f | %.1f | %.1f | %.0f / %.0f | %.1f s | %.0f | %s |\n", flags, i+1,
 				secs(r.allReady), secs(quantile(r.toReady, .5)), secs(quantile(r.toReady, .9)), secs(quantile(r.toReady, .99)),
 				rate, raw, 100*rate/raw, life, 100*rate/life, r.reconciles/fn, r.apiGets/fn, r.kubeRequests/fn, r.apiTotal/fn,
-				r.feedEnqueues, r.feedSkips, r.cpu.Seconds(), float64(r.rssKB)/1024)
+				r.feedEnqueues, r.feedSkips, r.cpu.Seconds(), float64(r.rssKB)/1024, settledRSS(r))
 		}
 		if len(sc.runs) > 1 {
-			w("| `%s` | median | %.2f s | | | | %.1f | %.0f | %.2f%% | %.0f | %.1f%% | | | | | | | |\n", flags, medianF(alls), medianF(rates), medianF(raws), 100*medianF(rates)/medianF(raws), medianF(lifes), 100*medianF(rates)/medianF(lifes))
+			w("| `%s` | median | %.2f s | | | | %.1f | %.0f | %.2f%% | %.0f | %.1f%% | | | | | | | | |\n", flags, medianF(alls), medianF(rates), medianF(raws), 100*medianF(rates)/medianF(raws), medianF(lifes), 100*medianF(rates)/medianF(lifes))
 		}
 	}
 	w("\n**Before and after** (measured on this machine on 2026-11-21, `--max-reconcile-rate=10`, N=100, one run each;\n")
@@ -228,7 +231,7 @@ func providerSection(t *testing.T, b *bench) string {
 	w("(`managementPolicies: [Observe]`), created by %d clients, `--max-reconcile-rate=100`. All Ready in %s\n", workers, secs(imp.allReady))
 	w("(p50 %s, p99 %s); %.2f reconciles that did work and %.1f kube-apiserver requests per Widget; provider CPU %.1f s;\n",
 		secs(quantile(imp.toReady, .5)), secs(quantile(imp.toReady, .99)), imp.apiGets/float64(in), imp.kubeRequests/float64(in), imp.cpu.Seconds())
-	w("**provider RSS %.0f MB with %d Widgets** (%.0f MB with %d above)", float64(imp.rssKB)/1024, in, float64(last.rssKB)/1024, last.n)
+	w("**provider RSS %.0f MiB with %d Widgets** (%.0f MiB with %d above)", float64(imp.rssKB)/1024, in, float64(last.rssKB)/1024, last.n)
 	if foreign > 0 {
 		w(", with %d Secrets of 1 KiB in the cluster that are not the provider's", foreign)
 	}
@@ -251,6 +254,9 @@ type runOpts struct {
 	importing bool
 	// raw also measures raw ConfigMap creates of n objects first.
 	raw bool
+	// settle, when set, measures RSS again this long after all are
+	// Ready, with nothing changing.
+	settle time.Duration
 }
 
 // providerRun is the outcome of one provider run.
@@ -280,10 +286,11 @@ type providerRun struct {
 	steadyRecs      float64
 	// steadyByCall: kube-apiserver requests in the steady window by
 	// "METHOD code".
-	steadyByCall map[string]float64
-	rssKB           int // when all were Ready (and at the end of the steady window, if larger)
-	rawCreate       time.Duration
-	rawCreateCount  int
+	steadyByCall   map[string]float64
+	rssKB          int // when all were Ready (and at the end of the steady window, if larger)
+	rssSettledKB   int // o.settle after all were Ready; 0: not measured
+	rawCreate      time.Duration
+	rawCreateCount int
 	// rawLifecycle: the same clients writing n Widgets the way the
 	// provider must at the least (see rawWidgetLifecycle).
 	rawLifecycle time.Duration
@@ -386,6 +393,10 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 	r.apiTotal = apiTot - sum(api0)
 	r.apiGets = r.apiRequests["GET /v1/widgets/{name}"]
 	r.rssKB = rssOf(pid)
+	if o.settle > 0 {
+		time.Sleep(o.settle)
+		r.rssSettledKB = rssOf(pid)
+	}
 
 	if o.steady > 0 {
 		before := byMethodAndCode(promSamples(metrics, "rest_client_requests_total"))
@@ -553,4 +564,12 @@ func byMethodAndCode(ss prom.Samples) map[string]float64 {
 		m[x.Labels["method"]+" "+x.Labels["code"]] += x.Value
 	}
 	return m
+}
+
+// settledRSS is r's settled RSS in MiB, or "-" when not measured.
+func settledRSS(r providerRun) string {
+	if r.rssSettledKB <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", float64(r.rssSettledKB)/1024)
 }
