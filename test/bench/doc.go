@@ -34,5 +34,7 @@
 // WIDGET_BENCH_ONLY (comma-separated sections to run; the document then
 // goes to _output/bench/ unless WIDGET_BENCH_OUT is set),
 // WIDGET_BENCH_LOGS (a directory that keeps the provider logs),
+// WIDGET_BENCH_SETTLE_SECONDS (how long after all Widgets of a provider
+// creation run are Ready its RSS is measured again, default 0: not),
 // WIDGET_BENCH_OUT (the document, default docs/benchmarks.md).
 package bench

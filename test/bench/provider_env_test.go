@@ -170,21 +170,30 @@ func createAll(t *testing.T, kube client.Client, n, workers int, mk func(i int) 
 	t.Helper()
 	sent := make(map[string]time.Time, n)
 	var mu sync.Mutex
+	start := time.Now()
+	parallel(n, workers, func(i int) {
+		o := mk(i)
+		at := time.Now()
+		if err := kube.Create(context.Background(), o); err != nil {
+			t.Errorf("cannot create %s: %v", o.GetName(), err)
+			return
+		}
+		mu.Lock()
+		sent[o.GetName()] = at
+		mu.Unlock()
+	})
+	return sent, time.Since(start)
+}
+
+// parallel calls fn for 0..n-1 on workers goroutines and returns when all
+// calls have returned.
+func parallel(n, workers int, fn func(i int)) {
 	work := make(chan int)
 	var wg sync.WaitGroup
-	start := time.Now()
 	for range workers {
 		wg.Go(func() {
 			for i := range work {
-				o := mk(i)
-				at := time.Now()
-				if err := kube.Create(context.Background(), o); err != nil {
-					t.Errorf("cannot create %s: %v", o.GetName(), err)
-					continue
-				}
-				mu.Lock()
-				sent[o.GetName()] = at
-				mu.Unlock()
+				fn(i)
 			}
 		})
 	}
@@ -193,7 +202,6 @@ func createAll(t *testing.T, kube client.Client, n, workers int, mk func(i int) 
 	}
 	close(work)
 	wg.Wait()
-	return sent, time.Since(start)
 }
 
 // watchReady records when each Widget in ns is first seen Ready=True and

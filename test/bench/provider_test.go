@@ -444,38 +444,27 @@ func rawWidgetLifecycle(t *testing.T, k *kubeEnv, ns string, n, workers int) tim
 	if err := k.kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	work := make(chan int)
-	var wg sync.WaitGroup
 	start := time.Now()
-	for range workers {
-		wg.Go(func() {
-			for i := range work {
-				w := benchWidget(ns, fmt.Sprintf("w-%05d", i))
-				err := k.kube.Create(ctx, w)
-				if err == nil {
-					meta.AddFinalizer(w, "bench.widgetco.io/raw")
-					meta.SetExternalName(w, w.GetName())
-					err = k.kube.Update(ctx, w)
-				}
-				if err == nil {
-					w.SetConditions(xpv2.Creating(), xpv2.ReconcileSuccess())
-					err = k.kube.Status().Update(ctx, w)
-				}
-				if err == nil {
-					w.SetConditions(xpv2.Available())
-					err = k.kube.Status().Update(ctx, w)
-				}
-				if err != nil {
-					t.Errorf("raw Widget %d: %v", i, err)
-				}
-			}
-		})
-	}
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+	parallel(n, workers, func(i int) {
+		w := benchWidget(ns, fmt.Sprintf("w-%05d", i))
+		err := k.kube.Create(ctx, w)
+		if err == nil {
+			meta.AddFinalizer(w, "bench.widgetco.io/raw")
+			meta.SetExternalName(w, w.GetName())
+			err = k.kube.Update(ctx, w)
+		}
+		if err == nil {
+			w.SetConditions(xpv2.Creating(), xpv2.ReconcileSuccess())
+			err = k.kube.Status().Update(ctx, w)
+		}
+		if err == nil {
+			w.SetConditions(xpv2.Available())
+			err = k.kube.Status().Update(ctx, w)
+		}
+		if err != nil {
+			t.Errorf("raw Widget %d: %v", i, err)
+		}
+	})
 	d := time.Since(start)
 	l := &nsv1beta1.WidgetList{}
 	if err := k.kube.List(ctx, l, client.InNamespace(ns)); err != nil {
@@ -519,22 +508,11 @@ func importWidgets(t *testing.T, url string, n, workers int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := range work {
-				if _, err := c.CreateWidget(context.Background(), widgetapi.CreateWidgetRequest{Name: importName(i), Size: "medium", Region: "us-east-1"}); err != nil {
-					t.Errorf("cannot create widget %s: %v", importName(i), err)
-				}
-			}
-		})
-	}
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+	parallel(n, workers, func(i int) {
+		if _, err := c.CreateWidget(context.Background(), widgetapi.CreateWidgetRequest{Name: importName(i), Size: "medium", Region: "us-east-1"}); err != nil {
+			t.Errorf("cannot create widget %s: %v", importName(i), err)
+		}
+	})
 }
 
 // createForeignSecrets creates n Secrets of 1 KiB in namespace foreign, as

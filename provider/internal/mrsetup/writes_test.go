@@ -38,6 +38,14 @@ type fakeExternal struct {
 	err    error
 }
 
+// countingUpdates is a client whose updates succeed and are counted in n.
+func countingUpdates(n *int) *test.MockClient {
+	return &test.MockClient{MockUpdate: func(context.Context, client.Object, ...client.UpdateOption) error {
+		*n++
+		return nil
+	}}
+}
+
 func (f fakeExternal) Observe(context.Context, *nsv1beta1.Widget) (managed.ExternalObservation, error) {
 	return managed.ExternalObservation{ResourceExists: f.exists}, f.err
 }
@@ -100,10 +108,7 @@ func TestDeferredFinalizer(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			writes := 0
-			kube := &test.MockClient{MockUpdate: func(context.Context, client.Object, ...client.UpdateOption) error {
-				writes++
-				return nil
-			}}
+			kube := countingUpdates(&writes)
 			absent := &absences{}
 			f := &deferredFinalizer{Finalizer: resource.NewAPIFinalizer(kube, managed.FinalizerName), absent: absent}
 			mg := newWidget("uid-1", "1")
@@ -305,10 +310,7 @@ func TestSucceededUnwritten(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			writes := 0
-			kube := &test.MockClient{MockUpdate: func(context.Context, client.Object, ...client.UpdateOption) error {
-				writes++
-				return nil
-			}}
+			kube := countingUpdates(&writes)
 			mg := newWidget("uid-1", "1")
 			if !tc.pending.IsZero() {
 				meta.SetExternalCreatePending(mg, tc.pending)
