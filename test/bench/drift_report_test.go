@@ -66,18 +66,18 @@ func driftDoc(t *testing.T, rs []driftRun, n int, poll time.Duration, runs, left
 		w("Load average at the start of the section: %s; %d run(s).\n\n", load0, runs)
 	}
 
-	w("| run | mode | changes | sending took | p50 | p90 | p99 | max | mean | not repaired | window | reconciles (errors) | Widget API requests | per change | kube-apiserver requests | drift repairs | feed enqueues (skips) | Widgets not Ready after | all Ready again |\n")
-	w("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	w("| run | mode | changes | sending took | p50 | p90 | p99 | max | mean | not repaired | window | reconciles (errors) | Widget API requests | per change | kube-apiserver requests | drift repairs | feed enqueues (skips) | Widgets not Ready after | all Ready again | reconciles put off for a stale cache |\n")
+	w("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	type key struct{ mode, pattern string }
 	p50s, p99s := map[key][]time.Duration{}, map[key][]time.Duration{}
 	var keys []key
 	for _, r := range rs {
 		for _, p := range r.phases {
 			d := p.delta
-			w("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s | %.0f (%.0f) | %.0f | %.1f | %.0f | %.0f | %.0f (%.0f) | %d | %s |\n",
+			w("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s | %.0f (%.0f) | %.0f | %.1f | %.0f | %.0f | %.0f (%.0f) | %d | %s | %.0f |\n",
 				r.run+1, r.mode(), p.pattern, secs(p.sendFor), lat(quantile(p.latency, .5)), lat(quantile(p.latency, .9)),
 				lat(quantile(p.latency, .99)), lat(quantile(p.latency, 1)), lat(mean(p.latency)), p.missing, secs(p.window),
-				d.reconciles, d.errors, d.api, d.api/float64(n), d.kube, d.drift, d.enqueues, d.skips, p.unready, readyIn(p.readyIn))
+				d.reconciles, d.errors, d.api, d.api/float64(n), d.kube, d.drift, d.enqueues, d.skips, p.unready, readyIn(p.readyIn), d.deferred)
 			kk := key{r.mode(), p.pattern}
 			if _, ok := p50s[kk]; !ok {
 				keys = append(keys, kk)

@@ -395,7 +395,10 @@ func (u *updateLog) repairs(sent map[string]widgetapi.Widget) ([]time.Duration, 
 // provSnap is a reading of the provider's counters.
 type provSnap struct {
 	reconciles, errors, kube, api, drift, enqueues, skips float64
-	ops                                                   map[string]float64 // Widget API requests by operation
+	// deferred: reconciles put off for a cache behind the provider's own
+	// write (widget_stale_cache_waits_total{outcome="deferred"}).
+	deferred float64
+	ops      map[string]float64 // Widget API requests by operation
 }
 
 func snapProvider(addr string) provSnap {
@@ -418,6 +421,7 @@ func snapProvider(addr string) provSnap {
 	s.kube = max(promSum(addr, "rest_client_requests_total"), 0)
 	s.enqueues = max(promSum(addr, "widget_feed_enqueues_total"), 0)
 	s.skips = max(promSum(addr, "widget_feed_skips_total"), 0)
+	s.deferred = promSamples(addr, "widget_stale_cache_waits_total").By("outcome")["deferred"]
 	return s
 }
 
@@ -425,7 +429,8 @@ func (s provSnap) minus(o provSnap) provSnap {
 	d := provSnap{
 		reconciles: s.reconciles - o.reconciles, errors: s.errors - o.errors, kube: s.kube - o.kube,
 		api: s.api - o.api, drift: s.drift - o.drift, enqueues: s.enqueues - o.enqueues, skips: s.skips - o.skips,
-		ops: map[string]float64{},
+		deferred: s.deferred - o.deferred,
+		ops:      map[string]float64{},
 	}
 	for op, v := range s.ops {
 		if v -= o.ops[op]; v != 0 {

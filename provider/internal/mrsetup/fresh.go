@@ -32,16 +32,27 @@ import (
 // write) stops holding the resource back.
 type freshness struct {
 	mu      sync.Mutex
-	written map[types.NamespacedName]write
+	entries map[types.NamespacedName]entry
 	now     func() time.Time
+	// pruneAt is the number of entries at which expired ones are removed
+	// next (resources deleted right after a write, versions the cache
+	// showed with no write pending).
+	pruneAt int
 	// observe, when set, is told each time behind answers true
 	// ("deferred") or gives up waiting ("expired").
 	observe func(outcome string)
 }
 
-type write struct {
-	rv string
-	at time.Time
+// entry is what is known of one resource.
+type entry struct {
+	// written is the resource version of the controller's last write,
+	// while the cache has not shown it.
+	written string
+	// seen is the resource version the cache showed last while no write
+	// was pending: under load a write's watch event can arrive before
+	// its response, and must then not be waited for.
+	seen string
+	at   time.Time
 }
 
 const (
@@ -50,13 +61,12 @@ const (
 	// freshMaxWait is how long after a write the cache may be behind. On
 	// two busy cores the cache fell more than a second behind.
 	freshMaxWait = 5 * time.Second
-	// freshPrune is the size past which a write records expired entries
-	// are removed (resources deleted right after a write).
+	// freshPrune is the fewest entries at which expired ones are removed.
 	freshPrune = 1024
 )
 
 func newFreshness() *freshness {
-	return &freshness{written: map[types.NamespacedName]write{}, now: time.Now}
+	return &freshness{entries: map[types.NamespacedName]entry{}, now: time.Now, pruneAt: freshPrune}
 }
 
 // wrote records that the controller wrote o, which now has resource
@@ -67,28 +77,52 @@ func (f *freshness) wrote(o client.Object, before string) {
 	if rv == "" || rv == before {
 		return
 	}
+	key := client.ObjectKeyFromObject(o)
 	now := f.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.written) >= freshPrune {
-		for k, w := range f.written {
-			if now.Sub(w.at) >= freshMaxWait {
-				delete(f.written, k)
-			}
-		}
+	if f.entries[key].seen == rv {
+		// The cache was quicker than the write's response.
+		delete(f.entries, key)
+		return
 	}
-	f.written[client.ObjectKeyFromObject(o)] = write{rv: rv, at: now}
+	f.prune(now)
+	f.entries[key] = entry{written: rv, at: now}
 }
 
 // cached records that the cache now holds o; deleted, that it holds o no
 // more.
 func (f *freshness) cached(o client.Object, deleted bool) {
 	key := client.ObjectKeyFromObject(o)
+	rv := o.GetResourceVersion()
+	now := f.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if w, ok := f.written[key]; ok && (deleted || w.rv == o.GetResourceVersion()) {
-		delete(f.written, key)
+	e, ok := f.entries[key]
+	switch {
+	case deleted, ok && e.written == rv:
+		delete(f.entries, key)
+	case ok && e.written != "":
+		// A version before the controller's write: still behind.
+	default:
+		f.prune(now)
+		f.entries[key] = entry{seen: rv, at: now}
 	}
+}
+
+// prune removes expired entries once there are pruneAt of them, and then
+// waits for twice as many as are left: amortized constant time. The caller
+// holds f.mu.
+func (f *freshness) prune(now time.Time) {
+	if len(f.entries) < f.pruneAt {
+		return
+	}
+	for k, e := range f.entries {
+		if now.Sub(e.at) >= freshMaxWait {
+			delete(f.entries, k)
+		}
+	}
+	f.pruneAt = max(freshPrune, 2*len(f.entries))
 }
 
 // behind reports whether the cache has not yet caught up with the
@@ -96,12 +130,12 @@ func (f *freshness) cached(o client.Object, deleted bool) {
 func (f *freshness) behind(key types.NamespacedName) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	w, ok := f.written[key]
-	if !ok {
+	e, ok := f.entries[key]
+	if !ok || e.written == "" {
 		return false
 	}
-	if f.now().Sub(w.at) >= freshMaxWait {
-		delete(f.written, key)
+	if f.now().Sub(e.at) >= freshMaxWait {
+		delete(f.entries, key)
 		f.observed("expired")
 		return false
 	}

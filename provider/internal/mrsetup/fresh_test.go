@@ -63,6 +63,22 @@ func TestFreshness(t *testing.T) {
 			wantBehind:   true,
 			wantObserved: []string{"deferred"},
 		},
+		"EventBeforeResponse": {
+			reason: "Under load the write's watch event can arrive before its response: the cache already has the write.",
+			steps: func(f *freshness, _ *time.Time) {
+				f.cached(at("2"), false)
+				f.wrote(at("2"), "1")
+			},
+		},
+		"OlderEventBeforeResponse": {
+			reason: "An event for a version before the write, seen before the write's response, does not count.",
+			steps: func(f *freshness, _ *time.Time) {
+				f.cached(at("1"), false)
+				f.wrote(at("2"), "1")
+			},
+			wantBehind:   true,
+			wantObserved: []string{"deferred"},
+		},
 		"NoopWrite": {
 			reason: "An update that changed nothing keeps its version and has no event to wait for.",
 			steps:  func(f *freshness, _ *time.Time) { f.wrote(at("2"), "2") },
@@ -112,7 +128,7 @@ func TestFreshnessPrunes(t *testing.T) {
 	}
 	clock = clock.Add(freshMaxWait)
 	f.wrote(newWidget("uid", "2"), "1")
-	if n := len(f.written); n != 1 {
+	if n := len(f.entries); n != 1 {
 		t.Errorf("after %d expired writes and one new: %d remembered, want 1 (resources deleted right after a write must not accumulate)", freshPrune, n)
 	}
 }
