@@ -1,10 +1,8 @@
 package mrsetup
 
 import (
-	"context"
 	"encoding/json"
 	"hash/maphash"
-	"reflect"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -39,12 +37,8 @@ func newStatusMemo() *statusMemo {
 // fingerprint returns a hash of o's Status field, and false when o has none
 // or it cannot be encoded.
 func (s *statusMemo) fingerprint(o client.Object) (uint64, bool) {
-	v := reflect.ValueOf(o)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return 0, false
-	}
-	f := v.Elem().FieldByName("Status")
-	if !f.IsValid() {
+	f, ok := statusField(o)
+	if !ok {
 		return 0, false
 	}
 	b, err := json.Marshal(f.Interface())
@@ -84,15 +78,4 @@ func (s *statusMemo) forget(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.m, key)
-}
-
-// Get reads o and remembers its status.
-func (c writeRecorder) Get(ctx context.Context, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
-	if err := c.Client.Get(ctx, key, o, opts...); err != nil {
-		return err
-	}
-	if c.isKind(o) {
-		c.status.remember(o)
-	}
-	return nil
 }

@@ -186,14 +186,21 @@ func (u statusKeepingUpdater) UpdateCriticalAnnotations(ctx context.Context, o c
 // is now. Managed resource types are structs with a Status field; for any
 // other object it does nothing.
 func keepStatus(o client.Object) func() {
+	f, ok := statusField(o)
+	if !ok || !f.CanSet() {
+		return func() {}
+	}
+	saved, _ := statusField(o.DeepCopyObject().(client.Object))
+	return func() { f.Set(saved) }
+}
+
+// statusField returns the Status field of o, a pointer to a struct such as
+// every managed resource type; false for any other object.
+func statusField(o client.Object) (reflect.Value, bool) {
 	v := reflect.ValueOf(o)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return func() {}
+		return reflect.Value{}, false
 	}
 	f := v.Elem().FieldByName("Status")
-	if !f.IsValid() || !f.CanSet() {
-		return func() {}
-	}
-	saved := reflect.ValueOf(o.DeepCopyObject()).Elem().FieldByName("Status")
-	return func() { f.Set(saved) }
+	return f, f.IsValid()
 }
