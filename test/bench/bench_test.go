@@ -146,6 +146,15 @@ func envInt(name string, def int) int {
 	return v
 }
 
+// envString returns the environment variable name, or def when it is
+// unset or empty.
+func envString(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
 // envArgs splits an environment variable into flags.
 func envArgs(name string) []string { return strings.Fields(os.Getenv(name)) }
 

@@ -11,6 +11,12 @@
 // to compare, ';'-separated, default ";--max-reconcile-rate=10;--max-reconcile-rate=100"),
 // WIDGET_BENCH_STEADY_N and WIDGET_BENCH_STEADY_POLL_SECONDS (Widgets and
 // poll interval of the steady-state run, default 200 and 20),
+// WIDGET_BENCH_STEADY_COUNTS (the Widget counts of the steady-state-at-scale
+// section, comma-separated, default "10000,20000"), WIDGET_BENCH_STEADY_WINDOW_SECONDS
+// (its window at the default poll interval, default 600),
+// WIDGET_BENCH_STEADY_DRIFT_MS (one out-of-band change this often in the
+// window, default 1000), WIDGET_BENCH_STEADY_SETTLE_SECONDS (the wait
+// between all Ready and the window, default 60),
 // WIDGET_BENCH_IMPORT_N (Widgets of the Observe-only import, default 10000),
 // WIDGET_BENCH_FOREIGN_SECRETS (Secrets of 1 KiB that are not the
 // provider's, created before the provider runs, default 0),

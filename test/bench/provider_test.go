@@ -257,6 +257,10 @@ type runOpts struct {
 	// settle, when set, measures RSS again this long after all are
 	// Ready, with nothing changing.
 	settle time.Duration
+	// steadyDrift, when set, changes one random widget out of band (as
+	// someone resizing it by hand) this often during the steady window,
+	// so that the change feed carries drift.
+	steadyDrift time.Duration
 }
 
 // providerRun is the outcome of one provider run.
@@ -286,7 +290,16 @@ type providerRun struct {
 	steadyRecs      float64
 	// steadyByCall: kube-apiserver requests in the steady window by
 	// "METHOD code".
-	steadyByCall   map[string]float64
+	steadyByCall map[string]float64
+	// steadyOps: the provider's Widget API requests in the steady window
+	// by operation (its client's names: "get widget", "list changes");
+	// steadyCPU the provider's CPU time in it; steadyChanges the
+	// out-of-band changes sent (o.steadyDrift) and steadyRepairs the
+	// provider's drift repairs (widget_updates_total{cause="drift"}).
+	steadyOps      map[string]float64
+	steadyCPU      time.Duration
+	steadyChanges  int
+	steadyRepairs  float64
 	rssKB          int // when all were Ready (and at the end of the steady window, if larger)
 	rssSettledKB   int // o.settle after all were Ready; 0: not measured
 	rawCreate      time.Duration
@@ -399,17 +412,26 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 	}
 
 	if o.steady > 0 {
+		// Everything counted from the window's start: the settle before
+		// it is not steady state.
 		before := byMethodAndCode(promSamples(metrics, "rest_client_requests_total"))
-		time.Sleep(o.steady)
+		snap0, steadyCPU0 := snapProvider(metrics), cpuTime(pid)
+		srv0, srvTotal0 := apiRequests(t, s)
+		if o.steadyDrift > 0 {
+			r.steadyChanges = driftSteadily(t, k, ns, hs.URL, o.steadyDrift, o.steady)
+		} else {
+			time.Sleep(o.steady)
+		}
+		r.steadyCPU = cpuTime(pid) - steadyCPU0
+		d := snapProvider(metrics).minus(snap0)
+		r.steadyRepairs, r.steadyOps, r.steadyRecs, r.steadyKube = d.drift, d.ops, d.reconciles, d.kube
 		r.steadyByCall = byMethodAndCode(promSamples(metrics, "rest_client_requests_total"))
 		for m, v := range before {
 			r.steadyByCall[m] -= v
 		}
-		r.steadyRecs = promSum(metrics, "controller_runtime_reconcile_total") - r.reconciles
-		r.steadyKube = promSum(metrics, "rest_client_requests_total") - kube0 - r.kubeRequests
-		by, tot := apiRequests(t, s)
-		r.steadyAPI = tot - sum(api0) - r.apiTotal
-		r.steadyGets = by["GET /v1/widgets/{name}"] - api0["GET /v1/widgets/{name}"] - r.apiGets
+		srv, srvTotal := apiRequests(t, s)
+		r.steadyAPI = srvTotal - srvTotal0
+		r.steadyGets = srv["GET /v1/widgets/{name}"] - srv0["GET /v1/widgets/{name}"]
 		if rss := rssOf(pid); rss > r.rssKB {
 			r.rssKB = rss
 		}
