@@ -19,6 +19,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -93,7 +94,7 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	newObj func() T, newList func() resource.ManagedList, connect func(Env) managed.TypedExternalConnector[T]) error {
 	name := managed.ControllerName(gvk.GroupKind().String())
 	limiter := ratelimit.New(ratelimiter.NewController())
-	record := event.NewAPIRecorder(mgr.GetEventRecorderFor(name))
+	record := event.NewAPIRecorder(mgr.GetEventRecorderFor(name), genericUpdateEvent)
 	// See fresh.go: the reconciler's writes are recorded, so that it does
 	// not start again from a cache that has not seen them.
 	fresh, status := newFreshness(), newStatusMemo()
@@ -164,6 +165,20 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	}
 	return b.WatchesRawSource(d.Feed.Source(kind)).Complete(freshGate{fresh: fresh, next: &driftFirst{kind: kind, feed: d.Feed, direct: inner, limited: limited}})
 }
+
+// genericUpdateEvent matches crossplane-runtime's event after every
+// successful update of an external resource ("Successfully requested update
+// of external resource"), which the recorder drops: each connector of this
+// provider that updates records an event of its own that says why and what
+// changed (drift repaired, widget adopted, spec applied), and the generic
+// one would be a second event write for every drift repair. (WidgetKeys
+// are never updated: their Observe always reports them up to date.)
+func genericUpdateEvent(_ runtime.Object, e event.Event) bool {
+	return e.Type == event.TypeNormal && e.Reason == reasonRuntimeUpdated
+}
+
+// reasonRuntimeUpdated is crossplane-runtime's (unexported) reason for it.
+const reasonRuntimeUpdated event.Reason = "UpdatedExternalResource"
 
 // driftFirst applies the global reconcile rate limit to every request except
 // those the change feed made because a resource's widget changed: drift is

@@ -1,11 +1,15 @@
 package mrsetup
 
 import (
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 
 	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 )
@@ -57,6 +61,48 @@ func TestPollInterval(t *testing.T) {
 				if got := hook(tc.mg, tc.poll); got < tc.min || got > tc.max {
 					t.Fatalf("%s\nPollInterval(%s)(...): got %s, want within [%s, %s]", tc.reason, tc.jitter, got, tc.min, tc.max)
 				}
+			}
+		})
+	}
+}
+
+func TestGenericUpdateEvent(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		e      event.Event
+		want   []string
+	}{
+		"RuntimeUpdated": {
+			reason: "crossplane-runtime's event after every update is dropped: the connector records its own.",
+			e:      event.Normal("UpdatedExternalResource", "Successfully requested update of external resource"),
+		},
+		"DriftRepaired": {
+			reason: "The connector's own update event is recorded.",
+			e:      event.Normal("DriftRepaired", "Widget was changed outside Crossplane; restored it: size"),
+			want:   []string{"Normal DriftRepaired Widget was changed outside Crossplane; restored it: size"},
+		},
+		"CannotUpdate": {
+			reason: "A failed update is still reported.",
+			e:      event.Warning("CannotUpdateExternalResource", errors.New("boom")),
+			want:   []string{"Warning CannotUpdateExternalResource boom"},
+		},
+		"Created": {
+			reason: "crossplane-runtime's other events are recorded.",
+			e:      event.Normal("CreatedExternalResource", "Successfully requested creation of external resource"),
+			want:   []string{"Normal CreatedExternalResource Successfully requested creation of external resource"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			fake := record.NewFakeRecorder(10)
+			event.NewAPIRecorder(fake, genericUpdateEvent).Event(widget(nil), tc.e)
+			close(fake.Events)
+			var got []string
+			for e := range fake.Events {
+				got = append(got, e)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nEvent(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
