@@ -50,7 +50,19 @@ func explicitName(n string) mod {
 	return func(mg commonv1beta1.WidgetKeyResource) { meta.SetExternalName(mg, n) }
 }
 
+// defaultName gives the resource the external name the provider chooses,
+// and marks a create pending under it, as the reconciler does before every
+// create.
 func defaultName() mod {
+	return func(mg commonv1beta1.WidgetKeyResource) {
+		unbornName()(mg)
+		meta.SetExternalCreatePending(mg, time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
+	}
+}
+
+// unbornName gives the resource the external name the provider chooses, as
+// its initializer does before the first create.
+func unbornName() mod {
 	return func(mg commonv1beta1.WidgetKeyResource) {
 		n := names.Default(mg)
 		meta.SetExternalName(mg, n)

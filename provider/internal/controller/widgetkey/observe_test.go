@@ -160,6 +160,20 @@ func testObserve[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T
 			mods:   []mod{defaultName(), forWidget(widgetName), writesSecret(), observeOnlyPolicy()},
 			want:   want{exists: true, status: true, endpoint: true, ready: xpv2.Available(), keyKept: true},
 		},
+		"UnbornObserveOnly": {
+			reason: "An observe-only resource reads its key even under the provider's name with no create started: it never creates one.",
+			widget: readyWidget,
+			key:    ptr.To(""),
+			mods:   []mod{unbornName(), forWidget(widgetName), writesSecret(), observeOnlyPolicy()},
+			want:   want{exists: true, status: true, endpoint: true, ready: xpv2.Available(), keyKept: true},
+		},
+		"UnbornDeleting": {
+			reason: "A resource being deleted reads its key even with no create started, so that a key it made is revoked.",
+			widget: readyWidget,
+			key:    ptr.To(""),
+			mods:   []mod{unbornName(), forWidget(widgetName), writesSecret(), deleted()},
+			want:   want{exists: true, status: true, endpoint: true, ready: xpv2.Available(), keyKept: true},
+		},
 		"Deleting": {
 			reason: "A resource being deleted reports its key, whatever the Secret holds, so it is revoked.",
 			widget: readyWidget,

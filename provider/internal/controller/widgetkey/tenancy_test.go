@@ -50,6 +50,9 @@ func TestTenancy(t *testing.T) {
 		calls []string
 		// keys are the names of the widget's keys afterwards.
 		keys []string
+		// createFails, when set, is what the error of the Create that
+		// follows Observe mentions.
+		createFails []string
 	}
 	cases := map[string]struct {
 		reason  string
@@ -138,6 +141,26 @@ func TestTenancy(t *testing.T) {
 			mods:   []mod{defaultName(), forWidget(widgetName)},
 			want:   want{calls: []string{"get widget", "get key", "create key"}, keys: []string{"{key}"}},
 		},
+		"UnbornOwnNamespace": {
+			reason: "A new key under the provider's name is created without reading it first; its widget is still read, for the tenancy check.",
+			widget: widgetOfTeamA,
+			mods:   []mod{unbornName(), forWidget(widgetName)},
+			want:   want{calls: []string{"get widget", "create key"}, keys: []string{"{key}"}},
+		},
+		"UnbornOnAnotherNamespacesWidget": {
+			reason: "A new key for team-b's widget is refused as any other, and none is created.",
+			widget: widgetOfTeamB,
+			mods:   []mod{unbornName(), forWidget(widgetName)},
+			want: want{err: true, mentions: []string{"widget w is not managed by a Widget in namespace team-a"},
+				calls: []string{"get widget"}},
+		},
+		"UnbornNameTaken": {
+			reason: "A key of team-b under the name a new key would take is not read and not touched: the create fails as already existing, and the retry reads the key.",
+			widget: widgetOfTeamA,
+			key:    keyOfTeamB,
+			mods:   []mod{unbornName(), forWidget(widgetName)},
+			want:   want{createFails: []string{"already has a key named", "retrying"}, calls: []string{"get widget", "create key"}, keys: []string{"{key}"}},
+		},
 		"OwnNamespaceLongMarker": {
 			reason: "A widget whose marker was shortened is placed by its namespace label.",
 			widget: widgetOfTeamALongMarker,
@@ -211,8 +234,17 @@ func TestTenancy(t *testing.T) {
 					t.Fatalf("%s\nDelete(...): %v", tc.reason, err)
 				}
 			case !tc.deleted && !o.ResourceExists:
-				if _, err := e.Create(t.Context(), mg); err != nil {
-					t.Fatalf("%s\nCreate(...): %v", tc.reason, err)
+				_, cerr := e.Create(t.Context(), mg)
+				switch {
+				case cerr != nil && len(tc.want.createFails) == 0:
+					t.Fatalf("%s\nCreate(...): %v", tc.reason, cerr)
+				case cerr == nil && len(tc.want.createFails) > 0:
+					t.Errorf("%s\nCreate(...): want an error mentioning %q, got none", tc.reason, tc.want.createFails)
+				}
+				for _, f := range tc.want.createFails {
+					if cerr != nil && !strings.Contains(cerr.Error(), f) {
+						t.Errorf("%s\nCreate(...): error %q does not mention %q", tc.reason, cerr, f)
+					}
 				}
 			}
 			if diff := cmp.Diff(tc.want.calls, calls); diff != "" {

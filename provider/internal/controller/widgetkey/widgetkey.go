@@ -127,6 +127,12 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		return managed.ExternalObservation{}, errors.Errorf("widget %s is not managed by a Widget in namespace %s, and a namespaced WidgetKey can hold keys only of widgets that a managed resource in its own namespace manages (an Observe-only import does not count): reference a Widget of this namespace with widgetNameRef or widgetNameSelector, or manage the widget with a Widget in this namespace first", widget, mg.GetNamespace())
 	}
 
+	if reach && unborn(mg) {
+		// Nothing to read: Create makes the key on the widget just read.
+		e.widget = w
+		return managed.ExternalObservation{}, nil
+	}
+
 	k, err := e.api.GetKey(ctx, widget, name)
 	if widgetapi.IsNotFound(err) {
 		if reach {
@@ -177,6 +183,24 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		cd[DetailEndpoint] = []byte(w.Endpoint)
 	}
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: cd}, nil
+}
+
+// unborn reports whether mg is a new, fully managed key under the name the
+// provider chose that has never asked for its key: no create was ever
+// started for it (crossplane-runtime saves external-create-pending before
+// every create) and no key was ever observed. It is created without reading
+// it first, which saves a Widget API request per new WidgetKey (its widget
+// is still read: that is the tenancy check). When the name is taken after
+// all (the resource was deleted with deletionPolicy Orphan and made again),
+// the create fails as already existing, and the retry, whose create is now
+// pending, reads the key and decides as for any other.
+func unborn(mg commonv1beta1.WidgetKeyResource) bool {
+	p := mg.GetManagementPolicies()
+	return names.Defaulted(mg) &&
+		meta.GetExternalCreatePending(mg).IsZero() &&
+		mg.GetWidgetKeyObservation().ID == "" &&
+		!meta.WasDeleted(mg) &&
+		(len(p) == 0 || len(p) == 1 && p[0] == xpv2.ManagementActionAll)
 }
 
 // createdBy reports whether mg created k: k carries mg's ownership marker, or
