@@ -31,6 +31,8 @@
 // drift section, default 100), WIDGET_BENCH_DRIFT_POLL_SECONDS (its
 // polling-only poll interval and the span its changes are spread over,
 // default 30),
+// WIDGET_BENCH_DRIFT_FLOOR=0 (skip the drift section's minimal-repairer
+// burst, which shows what the machine allows without the provider),
 // WIDGET_BENCH_E2E_N (claims in the end-to-end section, default 100),
 // WIDGET_BENCH_E2E_RUNS (its repeats, each on a fresh control plane,
 // default 1), WIDGET_BENCH_E2E_STEADY_SECONDS (its steady-state window

@@ -97,6 +97,7 @@ func driftDoc(t *testing.T, rs []driftRun, n int, poll time.Duration, runs, left
 		w("\nTime from the first create to all %d Widgets Ready (run %d, %s): %s.", n, r.run+1, r.mode(), secs(r.ready))
 	}
 	w("\n\nAt the end, %d widget(s) were not back to the desired state.\n", wrong)
+	driftFloorDoc(w, rs)
 
 	// Requests by operation, last run.
 	last := rs[len(rs)-len(rs)/runs:]
@@ -125,6 +126,35 @@ func driftDoc(t *testing.T, rs []driftRun, n int, poll time.Duration, runs, left
 	w("resize, one after the repair) and the provider's own restoring write, unless the provider skips versions it\n")
 	w("has already seen. \"list changes\" are the provider's change feed long polls, which return at each new entry.\n")
 	return doc.String()
+}
+
+// driftFloorDoc compares each change feed run's burst with the same burst
+// repaired without the provider (floorBurst), when the runs measured it.
+func driftFloorDoc(w func(string, ...any), rs []driftRun) {
+	var with []driftRun
+	for _, r := range rs {
+		if r.floor != nil {
+			with = append(with, r)
+		}
+	}
+	if len(with) == 0 {
+		return
+	}
+	w("\n**The machine's floor for the burst.** After its phases, each change feed run stops the provider and sends\n")
+	w("the same burst again (all Widgets, %d clients); a minimal repairer in the bench process repairs it instead: it\n", driftWorkers)
+	w("learns of each change when the change's PATCH returns (no change feed, cache, queue or rate limit) and does the\n")
+	w("least a repair needs, a GET and a conditional PUT of the widget and one status write of the Widget, %d at once\n", floorWorkers)
+	w("(the provider's concurrent reconciles). Latency as above.\n\n")
+	w("| run | | sending took | p50 | p99 | max | not repaired | first change to last repair |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, r := range with {
+		for _, p := range r.phases {
+			if p.burst {
+				w("| %d | provider | %s | %s | %s | %s | %d | %s |\n", r.run+1, secs(p.sendFor), lat(quantile(p.latency, .5)), lat(quantile(p.latency, .99)), lat(quantile(p.latency, 1)), p.missing, secs(p.window))
+			}
+		}
+		f := r.floor
+		w("| %d | minimal repairer | %s | %s | %s | %s | %d | %s |\n", r.run+1, secs(f.sendFor), lat(quantile(f.latency, .5)), lat(quantile(f.latency, .99)), lat(quantile(f.latency, 1)), f.missing, secs(f.window))
+	}
 }
 
 // lat formats a latency: milliseconds below a second, else seconds.

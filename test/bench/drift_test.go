@@ -77,8 +77,11 @@ type driftRun struct {
 	args   []string // provider flags after --kubeconfig
 	ready  time.Duration
 	phases []driftPhase
-	wrong  int    // widgets not back to the desired state at the end
-	poll   string // the poll interval the provider logged at start-up
+	// floor is the burst repaired without the provider (floorBurst);
+	// change feed runs only.
+	floor *driftPhase
+	wrong int    // widgets not back to the desired state at the end
+	poll  string // the poll interval the provider logged at start-up
 }
 
 func (r driftRun) mode() string {
@@ -193,7 +196,7 @@ func runDrift(t *testing.T, k *kubeEnv, bin string, run, n int, feed bool, poll 
 	for i := range phases {
 		ph := &phases[i]
 		before := snapProvider(p.metrics)
-		sent, sendFor := sendChanges(t, api, rng.Perm(n), widgets, ph.burst, poll)
+		sent, sendFor := sendChanges(t, api, rng.Perm(n), widgets, ph.burst, poll, nil)
 		ph.sendFor = sendFor
 		var first, last time.Time
 		deadline := time.Now().Add(timeout)
@@ -220,6 +223,14 @@ func runDrift(t *testing.T, k *kubeEnv, bin string, run, n int, feed bool, poll 
 		}
 	}
 	r.phases = phases
+
+	// The machine's floor for the burst: the provider stopped, the same
+	// burst repaired by the least a repairer must do.
+	if feed && os.Getenv("WIDGET_BENCH_DRIFT_FLOOR") != "0" {
+		p.stop()
+		r.floor = floorBurst(t, k, api, fl, l.Items, rng.Perm(n), timeout)
+		t.Logf("drift run %d, floor: p50 %s, p99 %s, max %s, %d not repaired", run, quantile(r.floor.latency, .5), quantile(r.floor.latency, .99), quantile(r.floor.latency, 1), r.floor.missing)
+	}
 
 	// Every widget back to what its Widget says?
 	got := map[string]widgetapi.Widget{}
@@ -290,8 +301,9 @@ func loggedPollInterval(log string) string {
 // sendChanges resizes each widget (in order) from the desired size to
 // another one with the project's token, as someone changing it by hand
 // would: spread evenly over `over`, or all at once from driftWorkers
-// clients. It returns each change's generation and commit time.
-func sendChanges(t *testing.T, api *widgetapi.Client, order []int, widgets []string, burst bool, over time.Duration) (map[string]widgetapi.Widget, time.Duration) {
+// clients, calling sentHook (when set) with each widget changed. It
+// returns each change's generation and commit time.
+func sendChanges(t *testing.T, api *widgetapi.Client, order []int, widgets []string, burst bool, over time.Duration, sentHook func(string)) (map[string]widgetapi.Widget, time.Duration) {
 	t.Helper()
 	ctx := context.Background()
 	sent := make(map[string]widgetapi.Widget, len(order))
@@ -305,6 +317,9 @@ func sendChanges(t *testing.T, api *widgetapi.Client, order []int, widgets []str
 		mu.Lock()
 		sent[name] = *w
 		mu.Unlock()
+		if sentHook != nil {
+			sentHook(name)
+		}
 	}
 	start := time.Now()
 	if !burst {
@@ -458,4 +473,71 @@ func removeLeftoverWidgets(t *testing.T, k *kubeEnv) int {
 		cleanup(t, k, ns, driftWorkers)
 	}
 	return len(l.Items)
+}
+
+// floorWorkers is how many repairs floorBurst runs at once: the provider's
+// concurrent reconciles at its default --max-reconcile-rate.
+const floorWorkers = 50
+
+// floorBurst sends a burst of out-of-band changes (one per Widget, in
+// order) while the provider is stopped, and repairs them with the least a
+// repairer must do, in the bench process: it learns of each change when
+// its PATCH returns (no change feed, cache, queue or rate limit) and then
+// reads the widget (GET), puts it back with a conditional PUT, and writes
+// the Widget's status once (the new generation), from floorWorkers
+// goroutines. What the provider's repairs of the same burst take beyond
+// this is its own overhead; this much is the machine's.
+func floorBurst(t *testing.T, k *kubeEnv, api *widgetapi.Client, fl *updateLog, items []nsv1beta1.Widget, order []int, timeout time.Duration) *driftPhase {
+	t.Helper()
+	ctx := context.Background()
+	byWidget := make(map[string]*nsv1beta1.Widget, len(items))
+	widgets := make([]string, 0, len(items))
+	for i := range items {
+		en := meta.GetExternalName(&items[i])
+		byWidget[en] = &items[i]
+		widgets = append(widgets, en)
+	}
+	slices.Sort(widgets)
+	repair := func(name string) {
+		w, err := api.GetWidget(ctx, name)
+		if err != nil {
+			t.Errorf("floor: cannot get widget %s: %v", name, err)
+			return
+		}
+		put, err := api.ReplaceWidget(ctx, name, widgetapi.ReplaceWidgetRequest{Size: driftDesired, Labels: w.Labels, Description: w.Description},
+			widgetapi.IfGeneration(w.Generation))
+		if err != nil {
+			t.Errorf("floor: cannot put widget %s back: %v", name, err)
+			return
+		}
+		mg := byWidget[name].DeepCopy()
+		orig := mg.DeepCopy()
+		mg.Status.AtProvider.Generation = put.Generation
+		if err := k.kube.Status().Patch(ctx, mg, client.MergeFrom(orig)); err != nil {
+			t.Errorf("floor: cannot write the status of Widget %s: %v", mg.Name, err)
+		}
+	}
+	work := make(chan string, len(widgets))
+	var wg sync.WaitGroup
+	for range floorWorkers {
+		wg.Go(func() {
+			for name := range work {
+				repair(name)
+			}
+		})
+	}
+	ph := &driftPhase{pattern: fmt.Sprintf("burst (%d clients), minimal repairer, provider stopped", driftWorkers), burst: true, readyIn: -1}
+	sent, sendFor := sendChanges(t, api, order, widgets, true, 0, func(name string) { work <- name })
+	close(work)
+	wg.Wait()
+	ph.sendFor = sendFor
+	var first, last time.Time
+	for deadline := time.Now().Add(timeout); ; time.Sleep(50 * time.Millisecond) {
+		ph.latency, ph.missing, first, last = fl.repairs(sent)
+		if ph.missing == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	ph.window = last.Sub(first)
+	return ph
 }

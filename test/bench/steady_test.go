@@ -25,8 +25,9 @@ func init() { register(25, "steady", steadySection) }
 // carrying out-of-band changes at a constant rate, and what doubling the
 // count doubles (issue 16).
 func steadySection(t *testing.T, b *bench) string {
-	var counts []int
-	for _, f := range strings.Split(envString("WIDGET_BENCH_STEADY_COUNTS", "10000,20000"), ",") {
+	fields := strings.Split(envString("WIDGET_BENCH_STEADY_COUNTS", "10000,20000"), ",")
+	counts := make([]int, 0, len(fields))
+	for _, f := range fields {
 		c, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || c <= 0 {
 			t.Fatalf("WIDGET_BENCH_STEADY_COUNTS: %q is not a count of Widgets", f)
