@@ -281,7 +281,18 @@ func cleanup(t *testing.T, k *kubeEnv, ns string, workers int) {
 	close(work)
 	wg.Wait()
 	for _, o := range []client.Object{&nsv1beta1.Widget{}, &nsv1alpha1.ProviderConfigUsage{}, &nsv1alpha1.ProviderConfig{}} {
-		if err := k.kube.DeleteAllOf(ctx, o, client.InNamespace(ns)); err != nil {
+		// Deleting 20,000 objects in one request can outlast the API
+		// server's request timeout (the deletion goes on without the
+		// response): try again, which finishes what is left.
+		var err error
+		for attempt := range 5 {
+			if err = k.kube.DeleteAllOf(ctx, o, client.InNamespace(ns)); err == nil {
+				break
+			}
+			t.Logf("deleting the run's %T objects, attempt %d: %v", o, attempt+1, err)
+			time.Sleep(5 * time.Second)
+		}
+		if err != nil {
 			t.Errorf("cannot delete the run's %T objects: %v", o, err)
 		}
 	}
