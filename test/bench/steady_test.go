@@ -78,7 +78,13 @@ func steadyRow(r providerRun, window time.Duration) string {
 	for _, f := range steadyFigures {
 		parts = append(parts, fmt.Sprintf("%s %.0f", f.name, f.of(r)))
 	}
-	return fmt.Sprintf("in %s: %s; RSS %d KiB", window, strings.Join(parts, ", "), r.rssKB)
+	calls := make([]string, 0, len(r.steadyByCall))
+	for _, m := range sortedKeys(r.steadyByCall) {
+		if r.steadyByCall[m] > 0 {
+			calls = append(calls, fmt.Sprintf("%s %.0f", m, r.steadyByCall[m]))
+		}
+	}
+	return fmt.Sprintf("in %s: %s; RSS %d KiB; kube-apiserver requests by method and code: %s", window, strings.Join(parts, ", "), r.rssKB, strings.Join(calls, ", "))
 }
 
 func steadyDoc(rs []providerRun, window, every, settle time.Duration, left int, load0 string) string {
