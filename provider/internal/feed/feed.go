@@ -14,13 +14,11 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/widgetco/crossplane-widget/provider/internal/clients"
@@ -44,7 +42,7 @@ type Manager struct {
 
 	mu        sync.Mutex
 	ctx       context.Context
-	sources   map[string]chan event.TypedGenericEvent[queued]
+	sources   map[string]chan event.GenericEvent
 	followers map[string]*follower
 	// changed are the resources queued because their widget changed and
 	// not reconciled since (see Changed).
@@ -112,23 +110,6 @@ func (v version) covers(ch *widgetapi.Change) bool {
 	return v.generation > ch.Generation || v.generation == ch.Generation && v.state == ch.State
 }
 
-// drift reports whether change ch is someone else's change for a watcher
-// that saw v: a newer generation of the widget, or its deletion. Unknown
-// (zero) versions and key changes are not.
-func (v version) drift(ch *widgetapi.Change) bool {
-	if v.generation == 0 || ch == nil {
-		return false
-	}
-	switch ch.Type {
-	case widgetapi.ChangeWidgetDeleted:
-		return true
-	case widgetapi.ChangeWidgetCreated, widgetapi.ChangeWidgetUpdated, widgetapi.ChangeWidgetState:
-		return ch.Generation > v.generation
-	default:
-		return false
-	}
-}
-
 // An Option configures a Manager.
 type Option func(*Manager)
 
@@ -142,49 +123,21 @@ func WithWait(d time.Duration) Option { return func(m *Manager) { m.wait = d } }
 // NewManager returns a Manager. Add it to the controller manager so it
 // starts.
 func NewManager(log logging.Logger, m *metrics.Metrics, opts ...Option) *Manager {
-	fm := &Manager{log: log, metrics: m, idle: 15 * time.Minute, wait: 30 * time.Second, sources: map[string]chan event.TypedGenericEvent[queued]{}, followers: map[string]*follower{}, changed: map[watcher]struct{}{}}
+	fm := &Manager{log: log, metrics: m, idle: 15 * time.Minute, wait: 30 * time.Second, sources: map[string]chan event.GenericEvent{}, followers: map[string]*follower{}, changed: map[watcher]struct{}{}}
 	for _, o := range opts {
 		o(fm)
 	}
 	return fm
 }
 
-// queued is a resource the feed queues, and whether the change was drift.
-type queued struct {
-	key   types.NamespacedName
-	drift bool
-}
-
-// PriorityDrift is the queue priority of a resource whose widget someone
-// else changed or deleted: a generation newer than the one the resource last
-// saw. In a burst of drift, the repairs go ahead of the reconciles that only
-// note a state the provider's own write led to (a widget resized or
-// provisioned: Ready again), which would otherwise take turns with them
-// (about 0.7 per repair) and delay the last repairs by seconds. Everything
-// else the feed queues has the default priority, as the controller's watch
-// events and requeues do.
-const PriorityDrift = 10
-
 // Source returns the source the controller of a kind of managed resource
 // watches for feed-triggered requests.
 func (m *Manager) Source(kind string) source.Source {
-	ch := make(chan event.TypedGenericEvent[queued], 1024)
+	ch := make(chan event.GenericEvent, 1024)
 	m.mu.Lock()
 	m.sources[kind] = ch
 	m.mu.Unlock()
-	return source.Channel(ch, handler.TypedFuncs[queued, reconcile.Request]{GenericFunc: enqueueRequest})
-}
-
-// enqueueRequest adds a queued resource to the controller's queue, drift
-// with PriorityDrift when the queue has priorities (controller-runtime's
-// priority queue, the default).
-func enqueueRequest(_ context.Context, e event.TypedGenericEvent[queued], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	req := reconcile.Request{NamespacedName: e.Object.key}
-	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok && e.Object.drift {
-		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(PriorityDrift)}, req)
-		return
-	}
-	q.Add(req)
+	return source.Channel[client.Object](ch, &handler.EnqueueRequestForObject{})
 }
 
 // Changed reports whether the resource key of kind was queued because the
@@ -347,8 +300,8 @@ func (m *Manager) start(c *clients.Connection) *follower {
 // that has not already seen the widget as it was after ch.
 func (m *Manager) enqueue(ctx context.Context, f *follower, ch *widgetapi.Change) {
 	type send struct {
-		ch chan event.TypedGenericEvent[queued]
-		q  queued
+		ch  chan event.GenericEvent
+		key types.NamespacedName
 	}
 	m.mu.Lock()
 	var todo []send
@@ -360,7 +313,7 @@ func (m *Manager) enqueue(ctx context.Context, f *follower, ch *widgetapi.Change
 				continue
 			}
 			if src, ok := m.sources[x.kind]; ok {
-				todo = append(todo, send{ch: src, q: queued{key: x.key, drift: x.seen.drift(ch)}})
+				todo = append(todo, send{ch: src, key: x.key})
 				if ch != nil && len(m.changed) < maxChanged {
 					m.changed[x.watcher] = struct{}{}
 				}
@@ -378,8 +331,9 @@ func (m *Manager) enqueue(ctx context.Context, f *follower, ch *widgetapi.Change
 	m.metrics.FeedSkips.Add(float64(skipped))
 	// Send without the lock: a full channel must not block Follow.
 	for _, x := range todo {
+		obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: x.key.Namespace, Name: x.key.Name}}
 		select {
-		case x.ch <- event.TypedGenericEvent[queued]{Object: x.q}:
+		case x.ch <- event.GenericEvent{Object: obj}:
 			m.metrics.FeedEnqueues.Inc()
 		case <-ctx.Done():
 			return

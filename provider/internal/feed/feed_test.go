@@ -127,7 +127,7 @@ func start(t *testing.T, m *Manager) {
 }
 
 // channel returns the channel behind m.Source(kind).
-func channel(m *Manager, kind string) chan event.TypedGenericEvent[queued] {
+func channel(m *Manager, kind string) chan event.GenericEvent {
 	m.Source(kind)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -135,11 +135,11 @@ func channel(m *Manager, kind string) chan event.TypedGenericEvent[queued] {
 }
 
 // receive waits for the next event on ch and returns its object's key.
-func receive(t *testing.T, ch <-chan event.TypedGenericEvent[queued]) types.NamespacedName {
+func receive(t *testing.T, ch <-chan event.GenericEvent) types.NamespacedName {
 	t.Helper()
 	select {
 	case e := <-ch:
-		return e.Object.key
+		return types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}
 	case <-time.After(timeout):
 		t.Fatalf("timed out after %s waiting for a change feed event", timeout)
 		return types.NamespacedName{}
@@ -147,12 +147,12 @@ func receive(t *testing.T, ch <-chan event.TypedGenericEvent[queued]) types.Name
 }
 
 // drain returns the keys of the events already queued on ch.
-func drain(ch <-chan event.TypedGenericEvent[queued]) []types.NamespacedName {
+func drain(ch <-chan event.GenericEvent) []types.NamespacedName {
 	var out []types.NamespacedName
 	for {
 		select {
 		case e := <-ch:
-			out = append(out, e.Object.key)
+			out = append(out, types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()})
 		default:
 			return out
 		}
@@ -282,9 +282,9 @@ func TestEvents(t *testing.T) {
 			for len(gotWidgets)+len(gotKeys) < len(tc.want.widgets)+len(tc.want.keys) {
 				select {
 				case e := <-widgets:
-					gotWidgets = append(gotWidgets, e.Object.key)
+					gotWidgets = append(gotWidgets, types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()})
 				case e := <-keys:
-					gotKeys = append(gotKeys, e.Object.key)
+					gotKeys = append(gotKeys, types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()})
 				case <-deadline:
 					t.Fatalf("%s\ntimed out after %s; queued so far: %v and %v", tc.reason, timeout, gotWidgets, gotKeys)
 				}

@@ -8,9 +8,8 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -34,7 +33,7 @@ func TestSource(t *testing.T) {
 	m.mu.Lock()
 	ch := m.sources[kindWidget]
 	m.mu.Unlock()
-	ch <- event.TypedGenericEvent[queued]{Object: queued{key: mrA}}
+	ch <- event.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: mrA.Namespace, Name: mrA.Name}}}
 
 	queued := make(chan reconcile.Request, 1)
 	go func() {
@@ -212,89 +211,5 @@ func TestSeen(t *testing.T) {
 	describe(t, api, "w1", "theirs")
 	if got := receive(t, widgets); got != mrA {
 		t.Errorf("after an out-of-band change: want %v, got %v", mrA, got)
-	}
-}
-
-// TestSourceDriftFirst checks that with controller-runtime's priority queue
-// a resource queued for drift is handed out before one queued earlier for
-// another change, and that neither is lost.
-func TestSourceDriftFirst(t *testing.T) {
-	m := NewManager(logging.NewNopLogger(), metrics.New())
-	src := m.Source(kindWidget)
-	q := priorityqueue.New[reconcile.Request]("test")
-	defer q.ShutDown()
-	if err := src.Start(t.Context(), q); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	m.mu.Lock()
-	ch := m.sources[kindWidget]
-	m.mu.Unlock()
-	ch <- event.TypedGenericEvent[queued]{Object: queued{key: mrA}}
-	ch <- event.TypedGenericEvent[queued]{Object: queued{key: mrB, drift: true}}
-	deadline := time.Now().Add(timeout)
-	for q.Len() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for 2 queued requests, have %d", timeout, q.Len())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	got := make([]types.NamespacedName, 0, 2)
-	for range 2 {
-		r, _ := q.Get()
-		got = append(got, r.NamespacedName)
-		q.Done(r)
-	}
-	if diff := cmp.Diff([]types.NamespacedName{mrB, mrA}, got); diff != "" {
-		t.Errorf("requests in the order handed out: -want, +got:\n%s", diff)
-	}
-}
-
-func TestVersionDrift(t *testing.T) {
-	seen := version{generation: 3, state: widgetapi.StateReady}
-	cases := map[string]struct {
-		reason string
-		v      version
-		ch     *widgetapi.Change
-		want   bool
-	}{
-		"NewerGeneration": {
-			reason: "A generation the resource has not seen is someone else's change.",
-			v:      seen, ch: &widgetapi.Change{Type: widgetapi.ChangeWidgetUpdated, Generation: 4}, want: true,
-		},
-		"NewerGenerationState": {
-			reason: "So is the state entry of such a generation (the resize it started).",
-			v:      seen, ch: &widgetapi.Change{Type: widgetapi.ChangeWidgetState, Generation: 4, State: widgetapi.StateResizing}, want: true,
-		},
-		"SameGenerationNewState": {
-			reason: "A new state of the generation the resource wrote is where its own write led: not drift.",
-			v:      version{generation: 3, state: widgetapi.StateResizing}, ch: &widgetapi.Change{Type: widgetapi.ChangeWidgetState, Generation: 3, State: widgetapi.StateReady},
-		},
-		"OlderGeneration": {
-			reason: "An older generation is not drift.",
-			v:      seen, ch: &widgetapi.Change{Type: widgetapi.ChangeWidgetUpdated, Generation: 2},
-		},
-		"Deleted": {
-			reason: "A deletion is someone else's change.",
-			v:      seen, ch: &widgetapi.Change{Type: widgetapi.ChangeWidgetDeleted, Generation: 3}, want: true,
-		},
-		"KeyCreated": {
-			reason: "A key change is not drift of the widget.",
-			v:      seen, ch: &widgetapi.Change{Type: widgetapi.ChangeKeyCreated, Generation: 4},
-		},
-		"Unknown": {
-			reason: "Nothing is drift for a resource that has seen no version.",
-			ch:     &widgetapi.Change{Type: widgetapi.ChangeWidgetUpdated, Generation: 4},
-		},
-		"Resync": {
-			reason: "A resync (no change) is not drift.",
-			v:      seen,
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if got := tc.v.drift(tc.ch); got != tc.want {
-				t.Errorf("%s\ndrift(...): want %t, got %t", tc.reason, tc.want, got)
-			}
-		})
 	}
 }
