@@ -94,7 +94,7 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	newObj func() T, newList func() resource.ManagedList, connect func(Env) managed.TypedExternalConnector[T]) error {
 	name := managed.ControllerName(gvk.GroupKind().String())
 	limiter := ratelimit.New(ratelimiter.NewController())
-	record := event.NewAPIRecorder(mgr.GetEventRecorderFor(name), genericUpdateEvent)
+	record := withoutGenericUpdates{event.NewAPIRecorder(mgr.GetEventRecorderFor(name))}
 	// See fresh.go: the reconciler's writes are recorded, so that it does
 	// not start again from a cache that has not seen them.
 	fresh, status := newFreshness(), newStatusMemo()
@@ -166,15 +166,27 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	return b.WatchesRawSource(d.Feed.Source(kind)).Complete(freshGate{fresh: fresh, next: &driftFirst{kind: kind, feed: d.Feed, direct: inner, limited: limited}})
 }
 
-// genericUpdateEvent matches crossplane-runtime's event after every
+// withoutGenericUpdates drops crossplane-runtime's event after every
 // successful update of an external resource ("Successfully requested update
-// of external resource"), which the recorder drops: each connector of this
-// provider that updates records an event of its own that says why and what
-// changed (drift repaired, widget adopted, spec applied), and the generic
-// one would be a second event write for every drift repair. (WidgetKeys
-// are never updated: their Observe always reports them up to date.)
-func genericUpdateEvent(_ runtime.Object, e event.Event) bool {
-	return e.Type == event.TypeNormal && e.Reason == reasonRuntimeUpdated
+// of external resource"): each connector of this provider that updates
+// records an event of its own that says why and what changed (drift
+// repaired, widget adopted, spec applied), and the generic one would be a
+// second event write for every drift repair. (WidgetKeys are never updated:
+// their Observe always reports them up to date.) It is a wrapper, not one of
+// event.APIRecorder's filters, because APIRecorder.WithAnnotations, which the
+// managed reconciler calls at the start of every reconcile, drops them
+// (crossplane-runtime v2.4.0).
+type withoutGenericUpdates struct{ event.Recorder }
+
+func (r withoutGenericUpdates) Event(o runtime.Object, e event.Event) {
+	if e.Type == event.TypeNormal && e.Reason == reasonRuntimeUpdated {
+		return
+	}
+	r.Recorder.Event(o, e)
+}
+
+func (r withoutGenericUpdates) WithAnnotations(keysAndValues ...string) event.Recorder {
+	return withoutGenericUpdates{r.Recorder.WithAnnotations(keysAndValues...)}
 }
 
 // reasonRuntimeUpdated is crossplane-runtime's (unexported) reason for it.

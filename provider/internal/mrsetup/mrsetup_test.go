@@ -66,7 +66,7 @@ func TestPollInterval(t *testing.T) {
 	}
 }
 
-func TestGenericUpdateEvent(t *testing.T) {
+func TestWithoutGenericUpdates(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		e      event.Event
@@ -94,15 +94,28 @@ func TestGenericUpdateEvent(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			fake := record.NewFakeRecorder(10)
-			event.NewAPIRecorder(fake, genericUpdateEvent).Event(widget(nil), tc.e)
-			close(fake.Events)
-			var got []string
-			for e := range fake.Events {
-				got = append(got, e)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nEvent(...): -want, +got:\n%s", tc.reason, diff)
+			// The managed reconciler records through a recorder it gets
+			// from WithAnnotations at the start of each reconcile.
+			for _, via := range []string{"Recorder", "WithAnnotations"} {
+				fake := record.NewFakeRecorder(10)
+				var r event.Recorder = withoutGenericUpdates{event.NewAPIRecorder(fake)}
+				want := tc.want
+				if via == "WithAnnotations" {
+					r = r.WithAnnotations("external-name", "w")
+					want = nil
+					for _, e := range tc.want {
+						want = append(want, e+" map[external-name:w]") // how the fake shows annotations
+					}
+				}
+				r.Event(widget(nil), tc.e)
+				close(fake.Events)
+				var got []string
+				for e := range fake.Events {
+					got = append(got, e)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("%s\n%s: Event(...): -want, +got:\n%s", tc.reason, via, diff)
+				}
 			}
 		})
 	}
