@@ -34,6 +34,7 @@
 // WIDGET_BENCH_DRIFT_FLOOR=0 (skip the drift section's minimal-repairer
 // burst, which shows what the machine allows without the provider),
 // WIDGET_BENCH_E2E_N (claims in the end-to-end section, default 100),
+// WIDGET_BENCH_E2E_MIX=half (half of them namespaced XWidgets, default: claims only),
 // WIDGET_BENCH_E2E_RUNS (its repeats, each on a fresh control plane,
 // default 1), WIDGET_BENCH_E2E_STEADY_SECONDS (its steady-state window
 // after all claims are Ready, default 60), WIDGET_BENCH_E2E_CORE_ARGS and

@@ -25,8 +25,12 @@ func e2eMarkdown(t *testing.T, b *bench, e *e2eEnv, rs []*e2eRun) string {
 	w := func(format string, a ...any) { fmt.Fprintf(&doc, format, a...) }
 	r := rs[len(rs)-1]
 
-	w("## End to end: %d claims to Ready on the local control plane\n\n", r.n)
-	w("`WIDGET_BENCH_ONLY=e2e`; N from `WIDGET_BENCH_E2E_N` (default 100), runs from `WIDGET_BENCH_E2E_RUNS` (default 1).\n")
+	w("## End to end: %s to Ready on the local control plane\n\n", r.counts())
+	w("`WIDGET_BENCH_ONLY=e2e`; N from `WIDGET_BENCH_E2E_N` (default 100), runs from `WIDGET_BENCH_E2E_RUNS` (default 1)")
+	if r.mixed() {
+		w(",\nkinds from `WIDGET_BENCH_E2E_MIX` (`half`: claims and namespaced XWidgets in turn, half of N each)")
+	}
+	w(".\n")
 	w("The local control plane of `make demo` and the e2e suite (test/harness, set up by test/lib/platform as the\n")
 	w("suite does), started afresh for each run: envtest kube-apiserver v1.35.4 + etcd, ")
 	if e.kcm {
@@ -37,21 +41,26 @@ func e2eMarkdown(t *testing.T, b *bench, e *e2eEnv, rs []*e2eRun) string {
 	w("`--debug`)%s, and provider-widget and function-widget installed through Crossplane's package manager from\n", flagsNote("WIDGET_BENCH_E2E_CORE_ARGS", "and"))
 	w("%s, their runtimes played by the harness: the binaries of the working tree (`go build`) with\n", pkgNames(e.pkgs))
 	w("default flags apart from metrics and health addresses (no `--debug`)%s. The XWidget APIs and ProviderConfigs\n", flagsNote("WIDGET_BENCH_E2E_PROVIDER_ARGS", ", the provider"))
-	w("come from examples/ (legacy Composition: one function-widget step%s). The reference Widget API runs in the\n", compositionTTL(e.root))
+	w("come from examples/ (%s). The reference Widget API runs in the\n", r.compositions(e.root))
 	w("benchmark's process with **zero provisioning delay and no rate limit**, so what is measured is the control\n")
 	w("plane, not the cloud.\n\n")
-	w("Each run: one warm-up claim goes to Ready first (cold, which includes core starting its watches of the\n")
-	w("composed kinds and dialling the function). Then %d `WidgetClaim`s, `examples/composition/legacy/claim.yaml`\n", r.n)
-	w("renamed (small widget in eu-west-1, one access key, its own connection Secret), are created in one namespace\n")
-	w("by %d concurrent clients; watches record when each claim is first Synced=True and Ready=True, and when its XR\n", e2eWorkers)
-	w("and its composed Widget and WidgetKey appear and become Ready. Time-to-Ready is from the claim's create\n")
-	w("request to that watch event. CPU time is utime+stime from `/proc/<pid>/stat` of each process, from just before\n")
-	w("the first create to the moment the last claim is Ready. Then %s of steady state with all claims Ready.\n\n", secs(r.steady))
+	if r.mixed() {
+		r.writeMixedRun(w)
+	} else {
+		w("Each run: one warm-up claim goes to Ready first (cold, which includes core starting its watches of the\n")
+		w("composed kinds and dialling the function). Then %d `WidgetClaim`s, `examples/composition/legacy/claim.yaml`\n", r.n)
+		w("renamed (small widget in eu-west-1, one access key, its own connection Secret), are created in one namespace\n")
+		w("by %d concurrent clients; watches record when each claim is first Synced=True and Ready=True, and when its XR\n", e2eWorkers)
+		w("and its composed Widget and WidgetKey appear and become Ready. Time-to-Ready is from the claim's create\n")
+		w("request to that watch event.")
+	}
+	w(" CPU time is utime+stime from `/proc/<pid>/stat` of each process, from just before\n")
+	w("the first create to the moment the last %s is Ready. Then %s of steady state with all %s Ready.\n\n", r.unit(), secs(r.steady), r.many())
 
-	w("| run | warm-up claim | claims Ready | all Ready | claims Ready/s | time-to-Ready p50 | p90 | p99 | max | CPU/claim: core | function | provider | kube-apiserver | all | RunFunction calls/claim | steady state: RunFunction calls/min | kube-apiserver CPU |\n")
+	w("| run | warm-up claim | %[1]s Ready | all Ready | %[1]s Ready/s | time-to-Ready p50 | p90 | p99 | max | CPU/%[2]s: core | function | provider | kube-apiserver | all | RunFunction calls/%[2]s | steady state: RunFunction calls/min | kube-apiserver CPU |\n", r.many(), r.unit())
 	w("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	cols := []func(r *e2eRun) float64{
-		func(r *e2eRun) float64 { return r.warmup.Seconds() },
+		func(r *e2eRun) float64 { return r.kinds[0].warmup.Seconds() },
 		func(r *e2eRun) float64 { return float64(r.ready) },
 		func(r *e2eRun) float64 { return r.allReady.Seconds() },
 		func(r *e2eRun) float64 { return float64(r.ready) / r.allReady.Seconds() },
@@ -97,8 +106,19 @@ func e2eMarkdown(t *testing.T, b *bench, e *e2eEnv, rs []*e2eRun) string {
 		w("The details below are of run %d, the last.", len(rs))
 	}
 	w("\n\n")
+	if r.mixed() {
+		writeKindsTable(w, rs)
+	}
 	w("### Run %d in detail\n\n", len(rs))
-	w("Warm-up claim Ready in %s; %d claims created in %s.\n\n", secs(r.warmup), r.n, secs(r.createFor))
+	warm := make([]string, 0, len(r.kinds))
+	for i, k := range r.kinds {
+		if i == 0 {
+			warm = append(warm, fmt.Sprintf("Warm-up %s Ready in %s", k.kind.noun, secs(k.warmup)))
+		} else {
+			warm = append(warm, fmt.Sprintf("warm-up %s in %s", k.kind.noun, secs(k.warmup)))
+		}
+	}
+	w("%s; %d %s created in %s.\n\n", strings.Join(warm, ", "), r.n, r.many(), secs(r.createFor))
 	w("%s", r.details(t, b, e))
 	return doc.String()
 }
@@ -107,12 +127,23 @@ func e2eMarkdown(t *testing.T, b *bench, e *e2eEnv, rs []*e2eRun) string {
 func (r *e2eRun) details(t *testing.T, b *bench, e *e2eEnv) string {
 	var doc strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&doc, format, a...) }
-	if r.timedOut {
-		r.writeNotReady(w)
+	for _, k := range r.kinds {
+		if r.timedOut && (k.ready < k.n || !r.mixed()) {
+			k.writeNotReady(w, r.allReady)
+		}
 	}
-	r.writeStages(w)
+	for i, k := range r.kinds {
+		var relists []string
+		if i == len(r.kinds)-1 {
+			relists = r.relists
+		}
+		k.writeStages(w, relists)
+	}
 	r.writeCPU(w)
 	r.writeWork(w, e)
+	if r.mixed() {
+		r.writeKindWork(w)
+	}
 	if len(r.toReady) > 0 {
 		r.writePlot(t, b, w)
 	}
@@ -120,55 +151,60 @@ func (r *e2eRun) details(t *testing.T, b *bench, e *e2eEnv) string {
 	return doc.String()
 }
 
-// writeNotReady writes how the claims that never got Ready ended.
-func (r *e2eRun) writeNotReady(w func(string, ...any)) {
-	w("**Not all claims got Ready: %d of %d after %s.** How the others ended (last stage seen; claim status):\n\n", r.ready, r.n, secs(r.allReady))
-	ks := make([]string, 0, len(r.notReady))
-	for k := range r.notReady {
-		ks = append(ks, k)
+// writeNotReady writes how the objects of k's kind that never got Ready
+// ended, after waiting for wait.
+func (k *kindRun) writeNotReady(w func(string, ...any), wait time.Duration) {
+	w("**Not all %s got Ready: %d of %d after %s.** How the others ended (last stage seen; %s status):\n\n", k.kind.many, k.ready, k.n, secs(wait), k.kind.noun)
+	ks := make([]string, 0, len(k.notReady))
+	for s := range k.notReady {
+		ks = append(ks, s)
 	}
-	slices.SortFunc(ks, func(a, b string) int { return r.notReady[b] - r.notReady[a] })
-	for _, k := range ks {
-		w("- %d: %s\n", r.notReady[k], strings.Replace(k, ";", ":", 1))
+	slices.SortFunc(ks, func(a, b string) int { return k.notReady[b] - k.notReady[a] })
+	for _, s := range ks {
+		w("- %d: %s\n", k.notReady[s], strings.Replace(s, ";", ":", 1))
 	}
 	w("\n")
 }
 
-// writeStages writes where the time went: each stage's times since the
-// create request and since the stage before, and what the watches saw go
-// wrong.
-func (r *e2eRun) writeStages(w func(string, ...any)) {
-	w("Where the time goes, over the %d claims that got Ready: from a claim's create request to each stage, and from\n", r.ready)
-	w("the stage before it (WidgetKey Ready: from WidgetKey created). Stages are recorded until the end of the\n")
-	w("steady-state window, so a stage that comes after the claim's Ready shows here too.\n\n")
-	w("| stage | claims | since create p50 | p90 | max | since the stage before p50 | p90 |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-	for _, s := range e2eStages {
-		ds, gs := r.stages[s], r.gaps[s]
+// writeStages writes where the time went for k's kind: each stage's times
+// since the create request and since the stage before, and what the
+// watches saw go wrong (and the watches that had to re-list).
+func (k *kindRun) writeStages(w func(string, ...any), relists []string) {
+	w("Where the time goes, over the %d %s that got Ready: from %s's create request to each stage, and from\n", k.ready, k.kind.many, k.kind.one)
+	w("the stage before it (WidgetKey Ready: from WidgetKey created). ")
+	if k.kind.keys > 1 {
+		w("%s reaches a WidgetKey stage when all its %d WidgetKeys have.\n", strings.ToUpper(k.kind.one[:1])+k.kind.one[1:], k.kind.keys)
+	}
+	w("Stages are recorded until the end of the\n")
+	w("steady-state window, so a stage that comes after the %s's Ready shows here too.\n\n", k.kind.noun)
+	w("| stage | %s | since create p50 | p90 | max | since the stage before p50 | p90 |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n", k.kind.many)
+	for _, s := range k.kind.stages {
+		ds, gs := k.stages[s], k.gaps[s]
 		w("| %s | %d | %s | %s | %s | %s | %s |\n", s, len(ds), secs(quantile(ds, .5)), secs(quantile(ds, .9)), secs(quantile(ds, 1)),
 			secs(quantile(gs, .5)), secs(quantile(gs, .9)))
 	}
-	if r.slowest != "" {
-		w("\nThe slowest claim, %s.\n", r.slowest)
+	if k.slowest != "" {
+		w("\nThe slowest %s, %s.\n", k.kind.noun, k.slowest)
 	}
-	if r.inverted > 0 {
-		w("\n**The XR Ready row is late:** for %d claims the benchmark's watch saw the XR Ready only after the claim,\n", r.inverted)
+	if k.inverted > 0 {
+		w("\n**The XR Ready row is late:** for %d claims the benchmark's watch saw the XR Ready only after the claim,\n", k.inverted)
 		w("yet core sets a claim Ready only once it reads its XR Ready: the watch saw it late, or missed the version\n")
 		w("(a watch that falls behind is closed by the kube-apiserver, and the re-list shows only current versions).")
 	}
-	if len(r.xrLag) > 0 {
-		if r.inverted == 0 {
+	if len(k.xrLag) > 0 {
+		if k.inverted == 0 {
 			w("\n")
 		}
-		w(" The benchmark's watch saw XRs Ready %s (p50) and up to %s after their Ready condition's\n", secs(quantile(r.xrLag, .5)), secs(quantile(r.xrLag, 1)))
-		w("lastTransitionTime, over the %d XRs that never lost Ready (lower bounds: lastTransitionTime has a second's\n", len(r.xrLag))
+		w(" The benchmark's watch saw XRs Ready %s (p50) and up to %s after their Ready condition's\n", secs(quantile(k.xrLag, .5)), secs(quantile(k.xrLag, 1)))
+		w("lastTransitionTime, over the %d XRs that never lost Ready (lower bounds: lastTransitionTime has a second's\n", len(k.xrLag))
 		w("resolution, so a second is taken off).\n")
-	} else if r.inverted > 0 {
+	} else if k.inverted > 0 {
 		w("\n")
 	}
 	var lost []string
-	for _, s := range []string{stReady, stXRReady, stWidgetReady, stKeyReady} {
-		if r.flaps[s] > 0 {
-			lost = append(lost, fmt.Sprintf("%s lost %d times (%d claims)", s, r.flaps[s], r.flapped[s]))
+	for _, s := range k.kind.lost {
+		if k.flaps[s] > 0 {
+			lost = append(lost, fmt.Sprintf("%s lost %d times (%d %s)", s, k.flaps[s], k.flapped[s], k.kind.many))
 		}
 	}
 	if len(lost) > 0 {
@@ -176,10 +212,10 @@ func (r *e2eRun) writeStages(w func(string, ...any)) {
 	} else {
 		w("\nNo object lost Ready once it had reached it. ")
 	}
-	w("At the end of the steady-state window %d of %d claims were Ready.", r.readyEnd, r.n)
-	if len(r.relists) > 0 {
-		slices.Sort(r.relists)
-		w(" The benchmark's watches had to re-list: %s.", strings.Join(r.relists, "; "))
+	w("At the end of the steady-state window %d of %d %s were Ready.", k.readyEnd, k.n, k.kind.many)
+	if len(relists) > 0 {
+		slices.Sort(relists)
+		w(" The benchmark's watches had to re-list: %s.", strings.Join(relists, "; "))
 	}
 	w("\n\n")
 }
@@ -187,10 +223,11 @@ func (r *e2eRun) writeStages(w func(string, ...any)) {
 // writeCPU writes each process's CPU time in the run, idle and at steady
 // state.
 func (r *e2eRun) writeCPU(w func(string, ...any)) {
-	w("CPU time per process: during the run, per claim, and the same process's rate when idle (%s before the\n", secs(r.idle))
-	w("claims, with only the warm-up claim) and at steady state (%s after the last claim was Ready, %d claims Ready).\n", secs(r.steady), r.ready+1)
+	w("CPU time per process: during the run, per %s, and the same process's rate when idle (%s before the\n", r.unit(), secs(r.idle))
+	w("%s, with only %s) and at steady state (%s after the last %s was Ready, %d %s Ready).\n",
+		r.many(), r.warmups(), secs(r.steady), r.unit(), r.ready+len(r.kinds), r.many())
 	w("Wall time of the run: %s.\n\n", secs(r.allReady))
-	w("| process | CPU during the run | CPU per claim | share | idle CPU | steady-state CPU | RSS at the end |\n")
+	w("| process | CPU during the run | CPU per %s | share | idle CPU | steady-state CPU | RSS at the end |\n", r.unit())
 	w("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	var total time.Duration
 	for _, p := range r.procs {
@@ -206,13 +243,13 @@ func (r *e2eRun) writeCPU(w func(string, ...any)) {
 	w("clients. %s\n\n", cpuNote(r))
 }
 
-// writeWork writes the work per claim during the run, from the counters of
-// core, the function, the provider, the Widget API and kube-apiserver, and
-// the work at steady state.
+// writeWork writes the work per object during the run, from the counters
+// of core, the function, the provider, the Widget API and kube-apiserver,
+// and the work at steady state.
 func (r *e2eRun) writeWork(w func(string, ...any), e *e2eEnv) {
 	perClaim := func(v float64) float64 { return v / float64(r.n) }
-	w("Work per claim during the run (counter deltas over %d claims):\n\n", r.n)
-	w("| what | per claim | source |\n| --- | ---: | --- |\n")
+	w("Work per %s during the run (counter deltas over %d %s):\n\n", r.unit(), r.n, r.many())
+	w("| what | per %s | source |\n| --- | ---: | --- |\n", r.unit())
 	rf := r.core.sum("function_run_function_request_total")
 	w("| RunFunction calls (core) | %.1f | core `function_run_function_request_total` |\n", perClaim(rf))
 	if h := r.fn.sum("grpc_server_handled_total", `grpc_method="RunFunction"`); h > 0 || e.fnURL != "" {
@@ -257,8 +294,8 @@ func (r *e2eRun) writeWork(w func(string, ...any), e *e2eEnv) {
 		r.core.sum("controller_runtime_reconcile_total")/r.allReady.Seconds(), provRecs/r.allReady.Seconds())
 	w("(its `--max-reconcile-rate` caps it at %s a second, across all its controllers).\n\n", providerRate(e.provBin))
 	if r.steady > 0 {
-		w("At steady state (%s, %d claims Ready): %.0f RunFunction calls, %.0f core reconciles, %.0f Widget API requests",
-			secs(r.steady), r.ready+1, r.coreSty.sum("function_run_function_request_total"),
+		w("At steady state (%s, %d %s Ready): %.0f RunFunction calls, %.0f core reconciles, %.0f Widget API requests",
+			secs(r.steady), r.ready+len(r.kinds), r.many(), r.coreSty.sum("function_run_function_request_total"),
 			r.coreSty.sum("controller_runtime_reconcile_total"), r.widgetAPISty)
 		if top := topN(apiserverRequests(r.apisrvSty), 5); len(top) > 0 {
 			parts := make([]string, 0, len(top))
@@ -271,20 +308,20 @@ func (r *e2eRun) writeWork(w func(string, ...any), e *e2eEnv) {
 	}
 }
 
-// writePlot draws the histogram of the claims' time-to-Ready next to the
+// writePlot draws the histogram of the objects' time-to-Ready next to the
 // document and writes its link and caption.
 func (r *e2eRun) writePlot(t *testing.T, b *bench, w func(string, ...any)) {
 	png := filepath.Join(b.docDir, "benchmarks-e2e-time-to-ready.png")
 	if err := writeHistogram(png, r.toReady); err != nil {
 		t.Errorf("cannot write %s: %v", png, err)
 	} else {
-		w("![Time-to-Ready of %d claims](%s)\n\n", r.ready, filepath.Base(png))
-		w("Time-to-Ready of the %d claims: %s; x axis 0 to %s (the slowest), one bar per 1/40 of it; y axis: claims\n", r.ready, filepath.Base(png), secs(quantile(r.toReady, 1)))
+		w("![Time-to-Ready of %d %s](%s)\n\n", r.ready, r.many(), filepath.Base(png))
+		w("Time-to-Ready of the %d %s: %s; x axis 0 to %s (the slowest), one bar per 1/40 of it; y axis: %s\n", r.ready, r.many(), filepath.Base(png), secs(quantile(r.toReady, 1)), r.many())
 		w("per bar, scaled to the tallest. Grid lines every 1/4 of each axis.\n\n")
 	}
 }
 
-// cpuPerClaimMS is a process's CPU time in the run per claim in ms, or all
+// cpuPerClaimMS is a process's CPU time in the run per object in ms, or all
 // processes' when name is "".
 func (r *e2eRun) cpuPerClaimMS(name string) float64 {
 	var d time.Duration
@@ -303,7 +340,7 @@ func cpuNote(r *e2eRun) string {
 		idle += d
 	}
 	bg := time.Duration(float64(idle) / r.idle.Seconds() * r.allReady.Seconds())
-	return fmt.Sprintf("At the idle rate the processes together would have used %.2f s in the run's %s anyway; the per-claim figures include it.", bg.Seconds(), secs(r.allReady))
+	return fmt.Sprintf("At the idle rate the processes together would have used %.2f s in the run's %s anyway; the per-%s figures include it.", bg.Seconds(), secs(r.allReady), r.unit())
 }
 
 func pctOf(d, over time.Duration) string {
@@ -324,10 +361,11 @@ func pkgNames(p platform.Packages) string {
 	return "`_output/xpkg/" + filepath.Base(p.Provider) + "` and `" + filepath.Base(p.Function) + "`"
 }
 
-// compositionTTL describes the TTLs of the legacy Composition's function
-// input, e.g. ", TTLs converging 15s, ready 10m".
-func compositionTTL(root string) string {
-	objs, err := platform.ReadObjects(filepath.Join(root, "examples", "composition", "legacy", "composition.yaml"))
+// compositionTTL describes the TTLs of the function input of the
+// Composition in examples/composition/<dir>, e.g. ", TTLs converging 15s,
+// ready 10m".
+func compositionTTL(root, dir string) string {
+	objs, err := platform.ReadObjects(filepath.Join(root, "examples", "composition", dir, "composition.yaml"))
 	if err != nil || len(objs) == 0 {
 		return ""
 	}

@@ -17,21 +17,12 @@ import (
 // e2eRun is the outcome of one run.
 type e2eRun struct {
 	n, ready  int
-	warmup    time.Duration // the first claim, cold, to Ready
+	kinds     []*kindRun // the run's kinds of objects, by kind
 	createFor time.Duration
-	allReady  time.Duration // first create sent to the last claim Ready (or to giving up)
+	allReady  time.Duration // first create sent to the last object Ready (or to giving up)
 	timedOut  bool
-	toReady   []time.Duration
-	stages    map[string][]time.Duration // stage -> per claim Ready, from its create request
-	gaps      map[string][]time.Duration // stage -> per claim Ready, from the stage before
-	notReady  map[string]int             // how the claims that never got Ready ended, by status
-	slowest   string                     // the slowest claim's stage times
-	inverted  int                        // claims whose XR was seen Ready after the claim
-	flaps     map[string]int             // stage -> times a Ready stage was lost again
-	flapped   map[string]int             // stage -> claims that lost it
-	readyEnd  int                        // claims Ready at the end of the steady-state window
-	relists   []string                   // the benchmark's watches that had to re-list
-	xrLag     []time.Duration            // XR first seen Ready by the watch, after its lastTransitionTime
+	toReady   []time.Duration // of every object
+	relists   []string        // the benchmark's watches that had to re-list
 
 	idle   time.Duration
 	steady time.Duration
@@ -48,22 +39,77 @@ type e2eRun struct {
 	widgetAPISty           float64
 }
 
-// run is one run on e's control plane: a warm-up claim to Ready, the
-// processes' idle CPU, n claims to Ready with every stage watched, then
-// the steady-state window.
-func (e *e2eEnv) run(t *testing.T, n int, steady time.Duration) *e2eRun {
+// kindRun is how the objects of one kind fared in a run.
+type kindRun struct {
+	kind      *e2eKind
+	n, ready  int
+	warmup    time.Duration // the first object, cold, to Ready
+	allReady  time.Duration // first create sent to the kind's last object Ready (or to giving up)
+	toReady   []time.Duration
+	stages    map[string][]time.Duration // stage -> per object Ready, from its create request
+	gaps      map[string][]time.Duration // stage -> per object Ready, from the stage before
+	notReady  map[string]int             // how the objects that never got Ready ended, by status
+	slowest   string                     // the slowest object's stage times
+	slowestAt time.Duration
+	inverted  int            // claims whose XR was seen Ready after the claim
+	flaps     map[string]int // stage -> times a Ready stage was lost again
+	flapped   map[string]int // stage -> objects that lost it
+	lostAfter int            // losses of the object's or its XR's Ready after all objects were Ready
+	readyEnd  int            // objects Ready at the end of the steady-state window
+	xrLag     []time.Duration
+}
+
+// newRun is a run of n objects of kinds, taken in turn.
+func newRun(n int, steady time.Duration, kinds []*e2eKind) *e2eRun {
+	r := &e2eRun{n: n, idle: e2eIdle, steady: steady}
+	for i, k := range kinds {
+		r.kinds = append(r.kinds, &kindRun{
+			kind: k, n: (n - i + len(kinds) - 1) / len(kinds),
+			stages: map[string][]time.Duration{}, gaps: map[string][]time.Duration{}, notReady: map[string]int{},
+			flaps: map[string]int{}, flapped: map[string]int{},
+		})
+	}
+	return r
+}
+
+// object is the run's i-th object: of the kinds in turn, named by its kind's
+// prefix and its number among them.
+func (r *e2eRun) object(ns string, i int) client.Object {
+	k := r.kinds[i%len(r.kinds)].kind
+	return k.newObject(ns, fmt.Sprintf("%s%04d", k.prefix, i/len(r.kinds)))
+}
+
+// kindOf is the kind of the object name, or nil.
+func (r *e2eRun) kindOf(name string) *kindRun {
+	for _, k := range r.kinds {
+		if strings.HasPrefix(name, k.kind.prefix) {
+			return k
+		}
+	}
+	return nil
+}
+
+// mixed reports whether the run created more than one kind of object.
+func (r *e2eRun) mixed() bool { return len(r.kinds) > 1 }
+
+// run is one run on e's control plane: a warm-up object of each kind to
+// Ready, the processes' idle CPU, n objects of mix's kinds to Ready with
+// every stage watched, then the steady-state window.
+func (e *e2eEnv) run(t *testing.T, n int, steady time.Duration, mix []*e2eKind) *e2eRun {
 	t.Helper()
 	ctx := context.Background()
-	r := &e2eRun{n: n, idle: e2eIdle, steady: steady, stages: map[string][]time.Duration{}, gaps: map[string][]time.Duration{}, notReady: map[string]int{}}
-	claim := e.claimMaker(t)
+	kinds := e.kinds(t, mix)
+	r := newRun(n, steady, kinds)
 	for _, ns := range []string{e2eWarmupNS, e2eNamespace} {
 		if err := platform.EnsureNamespace(ctx, e.h.Client(), ns); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	r.warmup = e.warmUp(ctx, t, claim(e2eWarmupNS, "warmup"))
-	t.Logf("e2e: warm-up claim Ready in %s", r.warmup.Round(10*time.Millisecond))
+	for _, k := range r.kinds {
+		k.warmup = e.warmUp(ctx, t, k.kind.newObject(e2eWarmupNS, "warmup"))
+		t.Logf("e2e: warm-up %s Ready in %s", k.kind.name, k.warmup.Round(10*time.Millisecond))
+	}
 
 	// The processes, and how much CPU they use doing nothing.
 	r.procs = e.processes(t)
@@ -73,14 +119,14 @@ func (e *e2eEnv) run(t *testing.T, n int, steady time.Duration) *e2eRun {
 	c1 := cpuSnapshot(r.procs)
 	r.cpuIdl = cpuDelta(c0, c1)
 
-	// Watches of every stage, started before the claims.
-	tl := newTimeline(n)
+	// Watches of every stage, started before the objects.
+	tl := newTimeline(n, kinds)
 	wctx, cancelWatches := context.WithCancel(ctx)
 	defer cancelWatches()
 	watches := r.watchStages(wctx, t, e.kube, tl)
 	time.Sleep(time.Second) // let the watches list
 
-	sent, end := r.burst(t, e, tl, claim)
+	sent, end := r.burst(t, e, tl)
 	if r.timedOut {
 		r.explainNotReady(ctx, t, e, sent, tl)
 	}
@@ -90,8 +136,12 @@ func (e *e2eEnv) run(t *testing.T, n int, steady time.Duration) *e2eRun {
 	cancelWatches()
 	watches.Wait()
 	r.collectStages(sent, tl, end)
-	r.readyEnd = e.countReady(ctx, t)
-	r.xrLag = e.xrWatchLag(ctx, t, tl)
+	e.countReady(ctx, t, r)
+	for _, k := range r.kinds {
+		if k.kind.gvk == gvkClaim {
+			k.xrLag = e.xrWatchLag(ctx, t, tl)
+		}
+	}
 	return r
 }
 
@@ -100,21 +150,12 @@ func (e *e2eEnv) run(t *testing.T, n int, steady time.Duration) *e2eRun {
 // Secret.
 func (e *e2eEnv) claimMaker(t *testing.T) func(ns, name string) *unstructured.Unstructured {
 	t.Helper()
-	example, err := platform.ReadObjects(filepath.Join(e.root, "examples", "composition", "legacy", "claim.yaml"))
-	if err != nil || len(example) != 1 {
-		t.Fatalf("cannot read examples/composition/legacy/claim.yaml: %v", err)
-	}
-	return func(ns, name string) *unstructured.Unstructured {
-		u := example[0].DeepCopy()
-		u.SetNamespace(ns)
-		u.SetName(name)
-		_ = unstructured.SetNestedField(u.Object, name+"-widget", "spec", "writeConnectionSecretToRef", "name")
-		return u
-	}
+	mk, _ := e.exampleMaker(t, kindClaim.example)
+	return mk
 }
 
-// warmUp creates the claim w, cold, and returns how long it took to be
-// Ready: core starts its watches of the composed kinds and dials the
+// warmUp creates w, a claim or an XR, cold, and returns how long it took
+// to be Ready: core starts its watches of the composed kinds and dials the
 // function on first use.
 func (e *e2eEnv) warmUp(ctx context.Context, t *testing.T, w *unstructured.Unstructured) time.Duration {
 	t.Helper()
@@ -127,29 +168,29 @@ func (e *e2eEnv) warmUp(ctx context.Context, t *testing.T, w *unstructured.Unstr
 			break
 		}
 		if time.Since(t0) > 5*time.Minute {
-			t.Fatalf("the warm-up claim is not Ready after 5m: %s (logs in %s)", platform.StatusLine(w), filepath.Join(e.dir, "logs"))
+			t.Fatalf("the warm-up %s is not Ready after 5m: %s (logs in %s)", w.GetKind(), platform.StatusLine(w), filepath.Join(e.dir, "logs"))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	return time.Since(t0)
 }
 
-// burst creates the run's r.n claims from e2eWorkers concurrent clients
+// burst creates the run's r.n objects from e2eWorkers concurrent clients
 // and waits until all are Ready or e2eWait has passed. The processes' CPU
 // time, their metrics and the Widget API's requests are read just before
-// the first create and when the wait ends. It returns when each claim's
+// the first create and when the wait ends. It returns when each object's
 // create request was sent, and when the wait ended.
-func (r *e2eRun) burst(t *testing.T, e *e2eEnv, tl *timeline, claim func(ns, name string) *unstructured.Unstructured) (map[string]time.Time, time.Time) {
+func (r *e2eRun) burst(t *testing.T, e *e2eEnv, tl *timeline) (map[string]time.Time, time.Time) {
 	t.Helper()
 	r.core.before, r.fn.before, r.prov.before, r.apisrv.before = e.scrapeAll(t)
 	api0, _, _ := widgetAPIRequests(e.h.WidgetAPI().Server)
 	c0 := cpuSnapshot(r.procs)
 	start := time.Now()
 	sent, createFor := createAll(t, e.kube, r.n, e2eWorkers, func(i int) client.Object {
-		return claim(e2eNamespace, fmt.Sprintf("c-%04d", i))
+		return r.object(e2eNamespace, i)
 	})
 	r.createFor = createFor
-	t.Logf("e2e: %d claims created in %s", len(sent), r.createFor.Round(10*time.Millisecond))
+	t.Logf("e2e: %d %s created in %s", len(sent), r.many(), r.createFor.Round(10*time.Millisecond))
 
 	r.timedOut = !waitAllReady(t, tl, start)
 	end := time.Now()
@@ -168,23 +209,32 @@ func (r *e2eRun) burst(t *testing.T, e *e2eEnv, tl *timeline, claim func(ns, nam
 		r.rssKB[p.name] = rssOf(p.pid)
 	}
 
-	// Claim Ready times are final now; the other stages are collected
-	// after the steady-state window, since some (a WidgetKey's Ready) come
-	// after the claim's.
+	// Ready times are final now; the other stages are collected after the
+	// steady-state window, since some (a WidgetKey's Ready) come after the
+	// object's.
 	tl.mu.Lock()
 	for name, at := range sent {
-		if ra, ok := tl.at[name][stReady]; ok && !ra.After(end) {
+		k := r.kindOf(name)
+		if ra, ok := tl.at[name][k.kind.final]; ok && !ra.After(end) {
 			r.toReady = append(r.toReady, ra.Sub(at))
+			k.toReady = append(k.toReady, ra.Sub(at))
+			k.allReady = max(k.allReady, ra.Sub(start))
 		}
 	}
 	tl.mu.Unlock()
 	r.ready = len(r.toReady)
 	r.allReady = end.Sub(start)
-	t.Logf("e2e: %d of %d claims Ready in %s", r.ready, r.n, r.allReady.Round(10*time.Millisecond))
+	for _, k := range r.kinds {
+		k.ready = len(k.toReady)
+		if k.ready < k.n {
+			k.allReady = r.allReady
+		}
+	}
+	t.Logf("e2e: %d of %d %s Ready in %s", r.ready, r.n, r.many(), r.allReady.Round(10*time.Millisecond))
 	return sent, end
 }
 
-// waitAllReady waits until every claim of tl is Ready, logging the
+// waitAllReady waits until every object of tl is Ready, logging the
 // progress every 15 s, and reports false when e2eWait passes first.
 func waitAllReady(t *testing.T, tl *timeline, start time.Time) bool {
 	t.Helper()
@@ -204,7 +254,7 @@ func waitAllReady(t *testing.T, tl *timeline, start time.Time) bool {
 }
 
 // measureSteady measures the steady-state window: r.steady with all
-// claims (or those that got there) Ready and nothing changing.
+// objects (or those that got there) Ready and nothing changing.
 func (r *e2eRun) measureSteady(t *testing.T, e *e2eEnv) {
 	t.Helper()
 	r.coreSty.before, r.fnSty.before, _, r.apisrvSty.before = e.scrapeAll(t)
@@ -218,55 +268,60 @@ func (r *e2eRun) measureSteady(t *testing.T, e *e2eEnv) {
 	r.widgetAPISty = tot1 - tot0
 }
 
-// explainNotReady records the state of the claims that are not Ready.
+// explainNotReady records the state of the objects that are not Ready.
 func (r *e2eRun) explainNotReady(ctx context.Context, t *testing.T, e *e2eEnv, sent map[string]time.Time, tl *timeline) {
 	t.Helper()
-	l := &unstructured.UnstructuredList{}
-	l.SetGroupVersionKind(gvkClaim.GroupVersion().WithKind(gvkClaim.Kind + "List"))
-	if err := e.kube.List(ctx, l, client.InNamespace(e2eNamespace)); err != nil {
-		t.Logf("cannot list claims: %v", err)
-		return
-	}
-	tl.mu.Lock()
-	defer tl.mu.Unlock()
-	for i := range l.Items {
-		c := &l.Items[i]
-		if _, ok := sent[c.GetName()]; !ok || claimReady(c) {
+	for _, k := range r.kinds {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(k.kind.gvk.GroupVersion().WithKind(k.kind.gvk.Kind + "List"))
+		if err := e.kube.List(ctx, l, client.InNamespace(e2eNamespace)); err != nil {
+			t.Logf("cannot list %s: %v", k.kind.many, err)
 			continue
 		}
-		last := "created"
-		for _, s := range e2eStages {
-			if _, ok := tl.at[c.GetName()][s]; ok {
-				last = s
+		tl.mu.Lock()
+		for i := range l.Items {
+			c := &l.Items[i]
+			if _, ok := sent[c.GetName()]; !ok || claimReady(c) {
+				continue
 			}
+			last := "created"
+			for _, s := range k.kind.stages {
+				if _, ok := tl.at[c.GetName()][s]; ok {
+					last = s
+				}
+			}
+			line := platform.StatusLine(c)
+			line = strings.TrimPrefix(line, c.GetKind()+" "+platform.Name(c)+":")
+			k.notReady["last stage "+last+";"+line]++
 		}
-		line := platform.StatusLine(c)
-		line = strings.TrimPrefix(line, c.GetKind()+" "+platform.Name(c)+":")
-		r.notReady["last stage "+last+";"+line]++
+		tl.mu.Unlock()
 	}
 	if d, err := e.h.DumpDiagnostics(ctx, ""); err == nil {
 		t.Logf("e2e: diagnostics in %s", d)
 	}
 }
 
-// countReady counts the claims in the benchmark's namespace that are Ready.
-func (e *e2eEnv) countReady(ctx context.Context, t *testing.T) int {
-	l := &unstructured.UnstructuredList{}
-	l.SetGroupVersionKind(gvkClaim.GroupVersion().WithKind(gvkClaim.Kind + "List"))
-	if err := e.kube.List(ctx, l, client.InNamespace(e2eNamespace)); err != nil {
-		t.Logf("cannot list claims: %v", err)
-		return -1
-	}
-	n := 0
-	for i := range l.Items {
-		if claimReady(&l.Items[i]) {
-			n++
+// countReady counts, by kind, the run's objects in the benchmark's
+// namespace that are Ready.
+func (e *e2eEnv) countReady(ctx context.Context, t *testing.T, r *e2eRun) {
+	for _, k := range r.kinds {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(k.kind.gvk.GroupVersion().WithKind(k.kind.gvk.Kind + "List"))
+		if err := e.kube.List(ctx, l, client.InNamespace(e2eNamespace)); err != nil {
+			t.Logf("cannot list %s: %v", k.kind.many, err)
+			k.readyEnd = -1
+			continue
+		}
+		k.readyEnd = 0
+		for i := range l.Items {
+			if claimReady(&l.Items[i]) {
+				k.readyEnd++
+			}
 		}
 	}
-	return n
 }
 
-// claimReady is the e2e suite's test: Synced and Ready.
+// claimReady is the e2e suite's test, for claims and XRs: Synced and Ready.
 func claimReady(u *unstructured.Unstructured) bool {
 	return condTrue(u, "Synced") && condTrue(u, "Ready")
 }

@@ -26,23 +26,32 @@ const (
 )
 
 // The kinds the run watches: the app team's claim, the legacy XR it binds
-// and the cluster-scoped managed resources the function composes.
+// and the cluster-scoped managed resources the function composes; and the
+// app team's namespaced XR and the namespaced managed resources composed
+// for it.
 var (
-	gvkClaim     = schema.GroupVersionKind{Group: "legacy.platform.widgetco.io", Version: "v1alpha1", Kind: "WidgetClaim"}
-	gvkLegacyXR  = schema.GroupVersionKind{Group: "legacy.platform.widgetco.io", Version: "v1alpha1", Kind: "XWidget"}
-	gvkWidget    = schema.GroupVersionKind{Group: "widget.widgetco.io", Version: "v1beta1", Kind: "Widget"}
-	gvkWidgetKey = schema.GroupVersionKind{Group: "widget.widgetco.io", Version: "v1beta1", Kind: "WidgetKey"}
+	gvkClaim      = schema.GroupVersionKind{Group: "legacy.platform.widgetco.io", Version: "v1alpha1", Kind: "WidgetClaim"}
+	gvkLegacyXR   = schema.GroupVersionKind{Group: "legacy.platform.widgetco.io", Version: "v1alpha1", Kind: "XWidget"}
+	gvkWidget     = schema.GroupVersionKind{Group: "widget.widgetco.io", Version: "v1beta1", Kind: "Widget"}
+	gvkWidgetKey  = schema.GroupVersionKind{Group: "widget.widgetco.io", Version: "v1beta1", Kind: "WidgetKey"}
+	gvkXWidget    = schema.GroupVersionKind{Group: "platform.widgetco.io", Version: "v1alpha1", Kind: "XWidget"}
+	gvkWidgetM    = schema.GroupVersionKind{Group: "widget.m.widgetco.io", Version: "v1beta1", Kind: "Widget"}
+	gvkWidgetKeyM = schema.GroupVersionKind{Group: "widget.m.widgetco.io", Version: "v1beta1", Kind: "WidgetKey"}
 )
 
-// The stages of a claim, in order, from its create request to Ready.
+// The stages of a claim, in order, from its create request to Ready, and
+// the last stage of a namespaced XWidget (which has no claim and is its own
+// XR). An object with several WidgetKeys reaches a WidgetKey stage when all
+// of them have.
 const (
-	stXR          = "XR created"
-	stWidget      = "Widget created"
-	stWidgetReady = "Widget Ready"
-	stKey         = "WidgetKey created"
-	stKeyReady    = "WidgetKey Ready"
-	stXRReady     = "XR Ready"
-	stReady       = "claim Ready"
+	stXR           = "XR created"
+	stWidget       = "Widget created"
+	stWidgetReady  = "Widget Ready"
+	stKey          = "WidgetKey created"
+	stKeyReady     = "WidgetKey Ready"
+	stXRReady      = "XR Ready"
+	stReady        = "claim Ready"
+	stXWidgetReady = "XWidget Ready"
 )
 
 var e2eStages = []string{stXR, stWidget, stWidgetReady, stKey, stKeyReady, stXRReady, stReady}
@@ -53,13 +62,15 @@ var e2eStages = []string{stXR, stWidget, stWidgetReady, stKey, stKeyReady, stXRR
 // Ready condition).
 var e2ePath = []string{stXR, stWidget, stWidgetReady, stKey, stXRReady, stReady}
 
-// e2eSection: N claims to Ready on the local control plane (test/harness,
+// e2eSection: N claims (or, with WIDGET_BENCH_E2E_MIX=half, claims and
+// namespaced XWidgets) to Ready on the local control plane (test/harness,
 // as the e2e suite and make demo run it), with the CPU time every process
 // of the control plane spends on them.
 func e2eSection(t *testing.T, b *bench) string {
 	n := envInt("WIDGET_BENCH_E2E_N", 100)
 	runs := envInt("WIDGET_BENCH_E2E_RUNS", 1)
 	steady := time.Duration(envInt("WIDGET_BENCH_E2E_STEADY_SECONDS", 60)) * time.Second
+	mix := e2eMix(t)
 	// controller-runtime's clients log API warnings through its logger.
 	ctrllog.SetLogger(logr.Discard())
 	rs := make([]*e2eRun, 0, runs)
@@ -67,10 +78,16 @@ func e2eSection(t *testing.T, b *bench) string {
 	for i := range runs {
 		// A fresh control plane each run, so that runs are alike.
 		env = startE2E(t, b)
-		r := env.run(t, n, steady)
+		r := env.run(t, n, steady, mix)
 		env.stop()
 		t.Logf("e2e run %d: %d of %d Ready in %s, p50 %s, p99 %s", i+1, r.ready, n, r.allReady.Round(10*time.Millisecond),
 			quantile(r.toReady, .5).Round(10*time.Millisecond), quantile(r.toReady, .99).Round(10*time.Millisecond))
+		if r.mixed() {
+			for _, k := range r.kinds {
+				t.Logf("e2e run %d: %s %d of %d Ready in %s, p50 %s, p99 %s", i+1, k.kind.many, k.ready, k.n, k.allReady.Round(10*time.Millisecond),
+					quantile(k.toReady, .5).Round(10*time.Millisecond), quantile(k.toReady, .99).Round(10*time.Millisecond))
+			}
+		}
 		rs = append(rs, r)
 	}
 	return e2eMarkdown(t, b, env, rs)
