@@ -161,20 +161,10 @@ func runDrift(t *testing.T, k *kubeEnv, bin string, run, n int, feed bool, poll 
 	cancelWatch()
 
 	// Which widget each Widget manages.
-	l := &nsv1beta1.WidgetList{}
-	if err := k.kube.List(ctx, l, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	widgets := make([]string, 0, n)
-	for i := range l.Items {
-		if en := meta.GetExternalName(&l.Items[i]); en != "" {
-			widgets = append(widgets, en)
-		}
-	}
+	l, widgets := managedWidgets(t, k, ns)
 	if len(widgets) != n {
 		t.Fatalf("%d of %d Widgets have an external name", len(widgets), n)
 	}
-	slices.Sort(widgets)
 	time.Sleep(driftSettle) // let the reconciles that follow creation finish
 
 	api, err := widgetapi.New(hs.URL, widgetapi.WithToken(driftToken))
@@ -198,16 +188,7 @@ func runDrift(t *testing.T, k *kubeEnv, bin string, run, n int, feed bool, poll 
 		before := snapProvider(p.metrics)
 		sent, sendFor := sendChanges(t, api, rng.Perm(n), widgets, ph.burst, poll, nil)
 		ph.sendFor = sendFor
-		var first, last time.Time
-		deadline := time.Now().Add(timeout)
-		for {
-			ph.latency, ph.missing, first, last = fl.repairs(sent)
-			if ph.missing == 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		ph.window = last.Sub(first)
+		last := ph.awaitRepairs(fl, sent, timeout)
 		time.Sleep(driftSettle)
 		ph.delta = snapProvider(p.metrics).minus(before)
 		ph.unready = notReady(t, k, ns)
@@ -531,6 +512,15 @@ func floorBurst(t *testing.T, k *kubeEnv, api *widgetapi.Client, fl *updateLog, 
 	close(work)
 	wg.Wait()
 	ph.sendFor = sendFor
+	ph.awaitRepairs(fl, sent, timeout)
+	return ph
+}
+
+// awaitRepairs waits until every change sent is repaired or timeout has
+// passed, records the repairs' latencies, the changes not repaired and the
+// window from the first change to the last repair, and returns the last
+// repair's time.
+func (ph *driftPhase) awaitRepairs(fl *updateLog, sent map[string]widgetapi.Widget, timeout time.Duration) time.Time {
 	var first, last time.Time
 	for deadline := time.Now().Add(timeout); ; time.Sleep(50 * time.Millisecond) {
 		ph.latency, ph.missing, first, last = fl.repairs(sent)
@@ -539,5 +529,23 @@ func floorBurst(t *testing.T, k *kubeEnv, api *widgetapi.Client, fl *updateLog, 
 		}
 	}
 	ph.window = last.Sub(first)
-	return ph
+	return last
+}
+
+// managedWidgets lists the Widgets in ns and the widgets they manage (their
+// external names, sorted); Widgets without one are left out of the names.
+func managedWidgets(t *testing.T, k *kubeEnv, ns string) (*nsv1beta1.WidgetList, []string) {
+	t.Helper()
+	l := &nsv1beta1.WidgetList{}
+	if err := k.kube.List(context.Background(), l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	widgets := make([]string, 0, len(l.Items))
+	for i := range l.Items {
+		if en := meta.GetExternalName(&l.Items[i]); en != "" {
+			widgets = append(widgets, en)
+		}
+	}
+	slices.Sort(widgets)
+	return l, widgets
 }

@@ -4,17 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
@@ -160,20 +156,10 @@ func steadyDoc(rs []providerRun, window, every, settle time.Duration, left int, 
 func driftSteadily(t *testing.T, k *kubeEnv, ns, url string, every, window time.Duration) int {
 	t.Helper()
 	ctx := context.Background()
-	l := &nsv1beta1.WidgetList{}
-	if err := k.kube.List(ctx, l, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	widgets := make([]string, 0, len(l.Items))
-	for i := range l.Items {
-		if en := meta.GetExternalName(&l.Items[i]); en != "" {
-			widgets = append(widgets, en)
-		}
-	}
+	_, widgets := managedWidgets(t, k, ns)
 	if len(widgets) == 0 {
 		t.Fatalf("no Widget in %s has an external name", ns)
 	}
-	slices.Sort(widgets)
 	api, err := widgetapi.New(url, widgetapi.WithToken("bench-token"))
 	if err != nil {
 		t.Fatal(err)
