@@ -213,10 +213,34 @@ func runDrift(t *testing.T, k *kubeEnv, bin string, run, n int, feed bool, poll 
 		t.Logf("drift run %d, floor: p50 %s, p99 %s, max %s, %d not repaired", run, quantile(r.floor.latency, .5), quantile(r.floor.latency, .99), quantile(r.floor.latency, 1), r.floor.missing)
 	}
 
-	// Every widget back to what its Widget says?
+	// Every widget back to what its Widget says? A repair's resize
+	// finishes asynchronously, so the widgets get a few seconds to be
+	// Ready again; the size and labels are right from the repair on.
+	var wrong []widgetapi.Widget
+	for deadline := time.Now().Add(driftSettle * 5); ; time.Sleep(200 * time.Millisecond) {
+		wrong = notBack(t, api, widgets)
+		if len(wrong) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	r.wrong = len(wrong)
+	for _, w := range wrong {
+		t.Logf("drift %s: widget %s is size %q, team %q, state %s at the end", ns, w.Name, w.Size, w.Labels["team"], w.State)
+	}
+
+	fl.stop()
+	p.stop()
+	cleanup(t, k, ns, driftWorkers)
+	return r
+}
+
+// notBack returns the widgets (by name) that are not of the desired size,
+// label team=a and Ready.
+func notBack(t *testing.T, api *widgetapi.Client, widgets []string) []widgetapi.Widget {
+	t.Helper()
 	got := map[string]widgetapi.Widget{}
 	for tok := ""; ; {
-		wl, err := api.ListWidgets(ctx, widgetapi.ListWidgetsOptions{Limit: 500, PageToken: tok})
+		wl, err := api.ListWidgets(context.Background(), widgetapi.ListWidgetsOptions{Limit: 500, PageToken: tok})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,18 +251,15 @@ func runDrift(t *testing.T, k *kubeEnv, bin string, run, n int, feed bool, poll 
 			break
 		}
 	}
+	var wrong []widgetapi.Widget
 	for _, name := range widgets {
 		w := got[name]
 		if w.Size != driftDesired || w.Labels["team"] != "a" || w.State != widgetapi.StateReady {
-			r.wrong++
-			t.Logf("drift %s: widget %s is size %q, team %q, state %s at the end", ns, name, w.Size, w.Labels["team"], w.State)
+			w.Name = name
+			wrong = append(wrong, w)
 		}
 	}
-
-	fl.stop()
-	p.stop()
-	cleanup(t, k, ns, driftWorkers)
-	return r
+	return wrong
 }
 
 // notReady counts the Widgets in ns that are not Ready=True.
