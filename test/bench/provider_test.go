@@ -435,6 +435,8 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 		if rss := rssOf(pid); rss > r.rssKB {
 			r.rssKB = rss
 		}
+		// After the RSS: the profile's forced GC would lower it.
+		saveHeapProfile(t, p, ns+"-window-end")
 	}
 	stop()
 	cleanup(t, k, ns, o.workers)
