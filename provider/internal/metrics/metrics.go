@@ -38,6 +38,9 @@ type Metrics struct {
 	// UnchangedStatus counts status updates not sent because they would
 	// have changed nothing, by kind.
 	UnchangedStatus *prometheus.CounterVec
+	// SecretReadsSaved counts connection Secret reads answered from the
+	// memory of the provider's own recent reads and writes, by kind.
+	SecretReadsSaved *prometheus.CounterVec
 }
 
 // New returns unregistered metrics.
@@ -76,12 +79,16 @@ func New() *Metrics {
 			Name: "widget_unchanged_status_updates_skipped_total",
 			Help: "Managed resource status updates not sent because they would have changed nothing, by kind.",
 		}, []string{"kind"}),
+		SecretReadsSaved: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "widget_connection_secret_reads_saved_total",
+			Help: "Connection Secret reads answered from the memory of the provider's own reads and writes of the Secret in the last half poll interval (at most 5 minutes), by kind.",
+		}, []string{"kind"}),
 	}
 }
 
 // Register registers every metric with r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.APIRequests, m.APILatency, m.Updates, m.FeedChanges, m.FeedEnqueues, m.FeedSkips, m.CacheWaits, m.UnchangedStatus} {
+	for _, c := range []prometheus.Collector{m.APIRequests, m.APILatency, m.Updates, m.FeedChanges, m.FeedEnqueues, m.FeedSkips, m.CacheWaits, m.UnchangedStatus, m.SecretReadsSaved} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

@@ -86,6 +86,10 @@ type Env struct {
 	Limiter *ratelimit.Limiter
 	// Record emits events about managed resources.
 	Record event.Recorder
+	// Secrets reads connection Secrets from the API server, or from the
+	// memory of the controller's own reads and writes of them in the last
+	// half poll interval (see secrets.go).
+	Secrets client.Reader
 }
 
 // Setup adds a controller for managed resources of kind gvk, Go type T.
@@ -98,10 +102,13 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	// See fresh.go: the reconciler's writes are recorded, so that it does
 	// not start again from a cache that has not seen them.
 	fresh, status := newFreshness(), newStatusMemo()
-	kube := writeRecorder{Client: mgr.GetClient(), fresh: fresh, status: status, isKind: func(o client.Object) bool { _, ok := o.(T); return ok }}
+	// See secrets.go: connection Secrets read again soon are read from memory.
+	secrets := newSecretMemo(mgr.GetClient(), secretMemoTTL(o.PollInterval))
+	kube := writeRecorder{Client: secrets, fresh: fresh, status: status, isKind: func(o client.Object) bool { _, ok := o.(T); return ok }}
 	if d.Metrics != nil {
 		fresh.observe = func(outcome string) { d.Metrics.CacheWaits.WithLabelValues(gvk.GroupKind().String(), outcome).Inc() }
 		kube.skipped = d.Metrics.UnchangedStatus.WithLabelValues(gvk.GroupKind().String()).Inc
+		secrets.saved = d.Metrics.SecretReadsSaved.WithLabelValues(gvk.GroupKind().String()).Inc
 	}
 
 	absent := &absences{}
@@ -112,7 +119,7 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	}
 	opts := []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[T](&observingConnector[T]{
-			TypedExternalConnector: connect(Env{Kind: kind, Limiter: limiter, Record: record}),
+			TypedExternalConnector: connect(Env{Kind: kind, Limiter: limiter, Record: record, Secrets: secrets}),
 			absent:                 absent,
 		}),
 		managed.WithInitializers(names.NewInitializer()),

@@ -145,6 +145,26 @@ func TestWidgetKeyConnectionSecret(t *testing.T) {
 		t.Errorf("the WidgetKey object contains the key secret")
 	}
 
+	// A reconcile soon after the last reads the connection Secret from
+	// the provider's memory of its own write (the poll interval here is
+	// 1m, so for 30 s), and keeps the key.
+	const saved = "widget_connection_secret_reads_saved_total"
+	before := p.metric(saved, map[string]string{"kind": "WidgetKey.widget.m.widgetco.io"})
+	meta.AddAnnotations(cur, map[string]string{"example.org/touched": "yes"})
+	if err := e.kube.Update(e.ctx(), cur); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(30*time.Second, "a reconcile that reads the connection Secret from memory", func() (bool, string) {
+		n := p.metric(saved, map[string]string{"kind": "WidgetKey.widget.m.widgetco.io"})
+		return n > before, fmt.Sprintf("%s %v (before the change: %v)", saved, n, before)
+	})
+	if err := e.kube.Get(e.ctx(), types.NamespacedName{Namespace: e.ns, Name: "ci-key"}, &s); err != nil || string(s.Data["key"]) != secret {
+		t.Errorf("the connection Secret's key changed after a reconcile (error %v)", err)
+	}
+	if err := e.kube.Get(e.ctx(), types.NamespacedName{Namespace: e.ns, Name: "ci"}, cur); err != nil {
+		t.Fatal(err)
+	}
+
 	if err := e.kube.Delete(e.ctx(), cur); err != nil {
 		t.Fatal(err)
 	}

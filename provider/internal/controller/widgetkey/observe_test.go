@@ -35,6 +35,10 @@ func testObserve[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T
 		// endpoint says whether the widget's endpoint is a connection
 		// detail.
 		endpoint bool
+		// recorded says whether the key's secret, as the connection
+		// Secret holds it, is a connection detail: publishing the details
+		// then changes nothing in the Secret.
+		recorded bool
 		err      error
 		mentions []string
 		checked  func(error) bool
@@ -95,12 +99,12 @@ func testObserve[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T
 			want:   want{ready: noReady},
 		},
 		"SecretRecorded": {
-			reason: "A key whose secret is in the connection Secret exists, is Ready, and publishes its name, widget and the widget's endpoint.",
+			reason: "A key whose secret is in the connection Secret exists, is Ready, and publishes its name, widget, the widget's endpoint and the secret as the Secret holds it.",
 			widget: readyWidget,
 			key:    ptr.To("ci"),
 			mods:   []mod{defaultName(), forWidget(widgetName), writesSecret()},
 			cache:  secretWithKey,
-			want:   want{exists: true, status: true, endpoint: true, ready: xpv2.Available(), keyKept: true, cache: true},
+			want:   want{exists: true, status: true, endpoint: true, recorded: true, ready: xpv2.Available(), keyKept: true, cache: true},
 		},
 		"WidgetNotReady": {
 			reason: "The endpoint is published only once the widget has one.",
@@ -109,7 +113,7 @@ func testObserve[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T
 			key:    ptr.To(""),
 			mods:   []mod{defaultName(), forWidget(widgetName), writesSecret()},
 			cache:  secretWithKey,
-			want:   want{exists: true, status: true, ready: xpv2.Available(), keyKept: true, cache: true},
+			want:   want{exists: true, status: true, recorded: true, ready: xpv2.Available(), keyKept: true, cache: true},
 		},
 		"NoConnectionSecret": {
 			reason: "A resource that writes no connection Secret has nothing to lose: the key exists as is.",
@@ -151,7 +155,7 @@ func testObserve[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T
 			mods:   []mod{defaultName(), forWidget(widgetName), writesSecret()},
 			cache:  secretAbsent,
 			live:   secretWithKey,
-			want:   want{exists: true, status: true, endpoint: true, ready: xpv2.Available(), keyKept: true, cache: true, live: true},
+			want:   want{exists: true, status: true, endpoint: true, recorded: true, ready: xpv2.Available(), keyKept: true, cache: true, live: true},
 		},
 		"ObserveOnly": {
 			reason: "An observe-only resource never rotates a key, and does not look for its secret.",
@@ -268,6 +272,9 @@ func testObserve[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T
 					ConnectionDetails: managed.ConnectionDetails{DetailKeyName: []byte(keyName), DetailWidget: []byte(widgetName)}}
 				if tc.want.endpoint {
 					want.ConnectionDetails[DetailEndpoint] = []byte(w.Endpoint)
+				}
+				if tc.want.recorded {
+					want.ConnectionDetails[DetailKey] = []byte("wks_recorded")
 				}
 			}
 			if tc.want.status {

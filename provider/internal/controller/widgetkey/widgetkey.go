@@ -75,8 +75,10 @@ func (c *connector[T]) Connect(ctx context.Context, mg T) (managed.TypedExternal
 // handles rate limiting for every call.
 type external[T commonv1beta1.WidgetKeyResource] struct {
 	api API
-	// cache is the informer-backed reader; live reads the API server, to
-	// confirm a Secret the cache does not show yet before acting on it.
+	// cache reads connection Secrets from the API server or from the
+	// memory of recent reads and writes (mrsetup.Env.Secrets); live reads
+	// the API server, to confirm a Secret cache does not show before
+	// acting on it.
 	cache, live SecretReader
 	record      event.Recorder
 
@@ -156,11 +158,13 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
 
+	var recorded []byte
 	if !meta.WasDeleted(mg) && !observeOnly(mg) {
-		has, err := e.secretRecorded(ctx, mg)
+		secret, has, err := e.secretRecorded(ctx, mg)
 		if err != nil {
 			return managed.ExternalObservation{}, err
 		}
+		recorded = secret
 		if !has && names.Defaulted(mg) && createdBy(mg, k) {
 			e.widget, e.lost = w, true
 			return managed.ExternalObservation{}, nil
@@ -179,6 +183,11 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	mg.SetConditions(xpv2.Available())
 
 	cd := managed.ConnectionDetails{DetailKeyName: []byte(name), DetailWidget: []byte(widget)}
+	if len(recorded) > 0 {
+		// Published again as it is: crossplane-runtime rewrites a
+		// connection Secret whose data differs at all from the details.
+		cd[DetailKey] = recorded
+	}
 	if w.Endpoint != "" {
 		cd[DetailEndpoint] = []byte(w.Endpoint)
 	}
@@ -213,43 +222,46 @@ func createdBy(mg commonv1beta1.WidgetKeyResource, k *widgetapi.Key) bool {
 	return id != "" && id == k.ID
 }
 
-// secretRecorded reports whether the resource's connection Secret holds the
-// key's secret. Without a connection Secret there is nothing to recover.
-func (e *external[T]) secretRecorded(ctx context.Context, mg T) (bool, error) {
+// secretRecorded returns the key's secret as the resource's connection
+// Secret holds it, and whether it holds it. Without a connection Secret there
+// is nothing to recover: it is reported held, and no secret is returned.
+func (e *external[T]) secretRecorded(ctx context.Context, mg T) ([]byte, bool, error) {
 	var key types.NamespacedName
 	switch m := any(mg).(type) {
 	case resource.LocalConnectionSecretWriterTo:
 		ref := m.GetWriteConnectionSecretToReference()
 		if ref == nil {
-			return true, nil
+			return nil, true, nil
 		}
 		key = types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}
 	case resource.ConnectionSecretWriterTo:
 		ref := m.GetWriteConnectionSecretToReference()
 		if ref == nil {
-			return true, nil
+			return nil, true, nil
 		}
 		key = types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
 	default:
-		return true, nil
+		return nil, true, nil
 	}
-	if has, err := hasKey(ctx, e.cache, key); err != nil || has {
-		return has, err
+	if secret, err := keyOf(ctx, e.cache, key); err != nil || len(secret) > 0 {
+		return secret, len(secret) > 0, err
 	}
-	// The cache may lag a Secret written moments ago; never revoke a key on
-	// its word alone.
-	return hasKey(ctx, e.live, key)
+	// The first reader may lag a Secret written moments ago; never revoke
+	// a key on its word alone.
+	secret, err := keyOf(ctx, e.live, key)
+	return secret, len(secret) > 0, err
 }
 
-func hasKey(ctx context.Context, r SecretReader, key types.NamespacedName) (bool, error) {
+// keyOf returns the key's secret in the connection Secret key, if any.
+func keyOf(ctx context.Context, r SecretReader, key types.NamespacedName) ([]byte, error) {
 	s := &corev1.Secret{}
 	if err := r.Get(ctx, key, s); err != nil {
 		if kerrors.IsNotFound(err) {
-			return false, nil
+			return nil, nil
 		}
-		return false, errors.Wrapf(err, "cannot get connection Secret %s", key)
+		return nil, errors.Wrapf(err, "cannot get connection Secret %s", key)
 	}
-	return len(s.Data[DetailKey]) > 0, nil
+	return s.Data[DetailKey], nil
 }
 
 // Create creates the key, marked as this resource's, on the widget Observe
@@ -321,6 +333,6 @@ func observeOnly(mg resource.Managed) bool {
 // Go type is T.
 func Setup[T commonv1beta1.WidgetKeyResource](mgr ctrl.Manager, o controller.Options, d mrsetup.Deps, gvk schema.GroupVersionKind, newObj func() T, newList func() resource.ManagedList) error {
 	return mrsetup.Setup(mgr, o, d, gvk, newObj, newList, func(env mrsetup.Env) managed.TypedExternalConnector[T] {
-		return &connector[T]{kind: env.Kind, sessions: d.Sessions, delay: env.Limiter, cache: mgr.GetClient(), live: mgr.GetAPIReader(), record: env.Record}
+		return &connector[T]{kind: env.Kind, sessions: d.Sessions, delay: env.Limiter, cache: env.Secrets, live: mgr.GetAPIReader(), record: env.Record}
 	})
 }

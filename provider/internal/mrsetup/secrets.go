@@ -1,0 +1,163 @@
+package mrsetup
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Connection Secrets are read from the API server, never from an informer
+// cache (main.go: a cluster holds many Secrets that are not the provider's).
+// crossplane-runtime's connection publisher reads the resource's connection
+// Secret on every reconcile, and the WidgetKey controller reads it once more
+// to check that the key's secret is there; while a control plane converges a
+// resource is reconciled many times a minute, and those reads were a tenth of
+// all Secret reads at the 1,000-claim load (docs/convergence.md). So the
+// connection Secrets the managed reconciler reads and writes are remembered
+// for a while: a reconcile soon after the last one reads the Secret from
+// memory.
+//
+// The memory holds the API server's answer to this process's own last read or
+// write of the Secret, so it can only be stale by a change someone else made
+// since. Such a change is seen when the entry expires: secretMemoTTL is half
+// the poll interval at most, so every poll still reads the Secret from the
+// API server, as crossplane-runtime does; only the reconciles in between
+// (status changes, the change feed, retries) are served from memory.
+
+// secretMemoMaxTTL bounds how long a remembered Secret is used.
+const secretMemoMaxTTL = 5 * time.Minute
+
+// secretMemoTTL is how long a connection Secret is remembered when
+// resources are polled every poll.
+func secretMemoTTL(poll time.Duration) time.Duration {
+	return min(secretMemoMaxTTL, poll/2)
+}
+
+// secretMemo is a client that remembers the connection Secrets (of
+// crossplane-runtime's connection Secret type) it reads and writes for ttl,
+// and answers Gets of them from memory meanwhile. Any other object, or a Get
+// with options, goes to the wrapped client.
+type secretMemo struct {
+	client.Client
+	ttl time.Duration
+	now func() time.Time
+	// saved, when set, is told of each read answered from memory.
+	saved func()
+
+	mu sync.Mutex
+	m  map[types.NamespacedName]memoEntry
+	// swept is the number of entries after the last sweep of expired ones.
+	swept int
+}
+
+type memoEntry struct {
+	s  *corev1.Secret
+	at time.Time
+}
+
+func newSecretMemo(c client.Client, ttl time.Duration) *secretMemo {
+	return &secretMemo{Client: c, ttl: ttl, now: time.Now, m: map[types.NamespacedName]memoEntry{}}
+}
+
+func (c *secretMemo) Get(ctx context.Context, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+	s, ok := o.(*corev1.Secret)
+	if !ok || len(opts) > 0 {
+		return c.Client.Get(ctx, key, o, opts...)
+	}
+	if c.recall(key, s) {
+		if c.saved != nil {
+			c.saved()
+		}
+		return nil
+	}
+	if err := c.Client.Get(ctx, key, o, opts...); err != nil {
+		c.forget(key)
+		return err
+	}
+	c.remember(s)
+	return nil
+}
+
+func (c *secretMemo) Create(ctx context.Context, o client.Object, opts ...client.CreateOption) error {
+	return c.wrote(o, c.Client.Create(ctx, o, opts...))
+}
+
+func (c *secretMemo) Update(ctx context.Context, o client.Object, opts ...client.UpdateOption) error {
+	return c.wrote(o, c.Client.Update(ctx, o, opts...))
+}
+
+func (c *secretMemo) Patch(ctx context.Context, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+	return c.wrote(o, c.Client.Patch(ctx, o, p, opts...))
+}
+
+func (c *secretMemo) Delete(ctx context.Context, o client.Object, opts ...client.DeleteOption) error {
+	if _, ok := o.(*corev1.Secret); ok {
+		c.forget(client.ObjectKeyFromObject(o))
+	}
+	return c.Client.Delete(ctx, o, opts...)
+}
+
+// wrote remembers the Secret o as the API server returned it after a write,
+// or forgets it when the write failed: its state is then not known.
+func (c *secretMemo) wrote(o client.Object, err error) error {
+	s, ok := o.(*corev1.Secret)
+	if !ok {
+		return err
+	}
+	if err != nil {
+		// A create that found the Secret already there says nothing
+		// about its contents either.
+		c.forget(client.ObjectKeyFromObject(o))
+		return err
+	}
+	c.remember(s)
+	return nil
+}
+
+// recall copies the remembered Secret key into s, if it was remembered less
+// than ttl ago.
+func (c *secretMemo) recall(key types.NamespacedName, s *corev1.Secret) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok || c.now().Sub(e.at) >= c.ttl {
+		return false
+	}
+	e.s.DeepCopyInto(s)
+	return true
+}
+
+func (c *secretMemo) remember(s *corev1.Secret) {
+	key := client.ObjectKeyFromObject(s)
+	if s.Type != resource.SecretTypeConnection || c.ttl <= 0 {
+		c.forget(key)
+		return
+	}
+	cp := s.DeepCopy()
+	cp.ManagedFields = nil
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[key] = memoEntry{s: cp, at: now}
+	if len(c.m) > 2*c.swept+64 {
+		// Amortised: expired entries (of resources polled less often
+		// than ttl, or gone) are dropped each time the memory doubles.
+		for k, e := range c.m {
+			if now.Sub(e.at) >= c.ttl {
+				delete(c.m, k)
+			}
+		}
+		c.swept = len(c.m)
+	}
+}
+
+func (c *secretMemo) forget(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, key)
+}
