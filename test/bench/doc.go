@@ -23,7 +23,8 @@
 // WIDGET_BENCH_PPROF=1 (the provider serves pprof; a heap profile of each
 // run goes to _output/bench/heap-<run>.pb.gz),
 // WIDGET_BENCH_PROVIDER_BASELINE (another provider binary that runs right
-// before each run of the first flag set, for before/after tables),
+// before each run of the first flag set, and of each count of the steady
+// section, for before/after tables),
 // WIDGET_BENCH_RUNS (repeats of the drift section, default 1),
 // WIDGET_BENCH_CALLS (gRPC calls per function, scenario and round, default 1000),
 // WIDGET_BENCH_PROVIDER_ARGS (extra provider flags, space separated),

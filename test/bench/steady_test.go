@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,14 +40,47 @@ func steadySection(t *testing.T, b *bench) string {
 	left := removeLeftoverWidgets(t, k)
 	load0 := loadAvg()
 
+	// WIDGET_BENCH_PROVIDER_BASELINE, when set, is another build of the
+	// provider that runs each count too, right before this build.
+	baseline := os.Getenv("WIDGET_BENCH_PROVIDER_BASELINE")
 	rs := make([]providerRun, 0, len(counts))
+	var bases []providerRun
 	for i, n := range counts {
-		r := runProvider(t, k, bin, runOpts{ns: fmt.Sprintf("steady-scale-%d", i), n: n, workers: workers,
-			settle: settle, steady: window, steadyDrift: every, args: envArgs("WIDGET_BENCH_PROVIDER_ARGS")})
+		opts := runOpts{n: n, workers: workers, settle: settle, steady: window, steadyDrift: every, args: envArgs("WIDGET_BENCH_PROVIDER_ARGS")}
+		if baseline != "" {
+			opts.ns = fmt.Sprintf("steady-base-%d", i)
+			r := runProvider(t, k, baseline, opts)
+			t.Logf("baseline: steady state at %d Widgets: %s", n, steadyRow(r, window))
+			bases = append(bases, r)
+		}
+		opts.ns = fmt.Sprintf("steady-scale-%d", i)
+		r := runProvider(t, k, bin, opts)
 		t.Logf("steady state at %d Widgets: %s", n, steadyRow(r, window))
 		rs = append(rs, r)
 	}
-	return steadyDoc(rs, window, every, settle, left, load0)
+	return steadyDoc(rs, window, every, settle, left, load0) + steadyBaselineDoc(bases, rs, baseline)
+}
+
+// steadyBaselineDoc compares each run with the baseline's run of the same
+// count right before it; empty without a baseline.
+func steadyBaselineDoc(bases, rs []providerRun, baseline string) string {
+	if len(bases) == 0 {
+		return ""
+	}
+	var doc strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&doc, format, a...) }
+	w("With `WIDGET_BENCH_PROVIDER_BASELINE=%s`, that build ran each count right before this one, on the same API server:\n\n", baseline)
+	w("| Widgets | RSS after the window, baseline (MiB) | this build (MiB) | ratio | CPU in the window, baseline (s) | this build (s) | ratio | kube-apiserver requests, baseline | this build |\n")
+	w("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for i, b := range bases {
+		r := rs[i]
+		w("| %d | %.0f | %.0f | %.2f | %.1f | %.1f | %.2f | %.0f | %.0f |\n", r.n,
+			float64(b.rssKB)/1024, float64(r.rssKB)/1024, float64(r.rssKB)/float64(b.rssKB),
+			b.steadyCPU.Seconds(), r.steadyCPU.Seconds(), r.steadyCPU.Seconds()/b.steadyCPU.Seconds(),
+			b.steadyKube, r.steadyKube)
+	}
+	w("\n")
+	return doc.String()
 }
 
 // steadyFigure is one figure of a steady window, as a total and per hour.
