@@ -50,7 +50,8 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 			pc:    &clusterv1alpha1.ProviderConfig{}, usage: &clusterv1alpha1.ProviderConfigUsage{},
 		},
 	} {
-		r := providerconfig.NewReconciler(mgr, k.kinds,
+		// See unchanged.go: recounts that change nothing write nothing.
+		r := providerconfig.NewReconciler(clientManager{Manager: mgr, c: newUnchangedSkipped(mgr.GetClient())}, k.kinds,
 			providerconfig.WithLogger(o.Logger.WithValues("controller", k.name)),
 			providerconfig.WithRecorder(xpevent.NewAPIRecorder(mgr.GetEventRecorderFor(k.name))))
 		err := ctrl.NewControllerManagedBy(mgr).
