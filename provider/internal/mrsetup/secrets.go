@@ -7,6 +7,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -69,7 +70,15 @@ func (c *secretMemo) Get(ctx context.Context, key client.ObjectKey, o client.Obj
 	if !ok || len(opts) > 0 {
 		return c.Client.Get(ctx, key, o, opts...)
 	}
-	if c.recall(key, s) {
+	// crossplane-runtime's publisher reads into the Secret it wants, owner
+	// reference and all: a Secret remembered with another controller is
+	// not used (a resource deleted and made again under the same name has
+	// a new UID, and its old Secret is being garbage collected).
+	var owner types.UID
+	if ref := metav1.GetControllerOf(s); ref != nil {
+		owner = ref.UID
+	}
+	if c.recall(key, owner, s) {
 		if c.saved != nil {
 			c.saved()
 		}
@@ -120,12 +129,15 @@ func (c *secretMemo) wrote(o client.Object, err error) error {
 }
 
 // recall copies the remembered Secret key into s, if it was remembered less
-// than ttl ago.
-func (c *secretMemo) recall(key types.NamespacedName, s *corev1.Secret) bool {
+// than ttl ago and, when owner is set, is controlled by owner.
+func (c *secretMemo) recall(key types.NamespacedName, owner types.UID, s *corev1.Secret) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[key]
 	if !ok || c.now().Sub(e.at) >= c.ttl {
+		return false
+	}
+	if ref := metav1.GetControllerOf(e.s); owner != "" && (ref == nil || ref.UID != owner) {
 		return false
 	}
 	e.s.DeepCopyInto(s)

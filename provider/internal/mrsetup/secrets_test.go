@@ -31,6 +31,8 @@ type memoStep struct {
 	// publish publishes these details for the Widget through
 	// crossplane-runtime's connection publisher on top of the memo.
 	publish managed.ConnectionDetails
+	// owner is the UID of the Widget that publishes (default uid-1).
+	owner types.UID
 	// get reads the Secret named get through the memo.
 	get string
 	// outOfBand changes the API server's copy of the connection Secret
@@ -104,6 +106,17 @@ func TestSecretMemo(t *testing.T) {
 				{at: memoTTL, publish: a, want: []string{"get", "patch"}, wantData: map[string]string{"key": "wks_1", "widget": "w"}},
 			},
 		},
+		"MadeAgain": {
+			reason: "A resource deleted and made again under the same name has a new UID: the Secret remembered for the old one is not used, so the new one is not refused as not its own.",
+			ttl:    memoTTL,
+			steps: []memoStep{
+				{publish: a, want: []string{"get", "create"}},
+				// The garbage collector deletes the old one's Secret.
+				{at: time.Second, outOfBand: func(*corev1.Secret) *corev1.Secret { return nil }},
+				{at: 2 * time.Second, owner: "uid-2", publish: a, want: []string{"get", "create"}, wantData: map[string]string{"key": "wks_1", "widget": "w"}},
+				{at: 3 * time.Second, owner: "uid-2", publish: a},
+			},
+		},
 		"FailedWriteForgets": {
 			reason: "After a failed write the Secret's state is unknown, so it is read from the API server (crossplane-runtime retries at once: its retry publishes what it read, not the details, an upstream quirk); the next publish writes the details.",
 			ttl:    memoTTL,
@@ -173,7 +186,14 @@ func TestSecretMemo(t *testing.T) {
 				}
 				switch {
 				case s.publish != nil:
-					_, _ = pub.PublishConnection(ctx, owner, s.publish)
+					o := owner
+					if s.owner != "" {
+						o = connectionOwner()
+						o.SetUID(s.owner)
+					}
+					if _, err := pub.PublishConnection(ctx, o, s.publish); err != nil && !s.failPatch {
+						t.Errorf("%s\nstep %d: PublishConnection(...): %v", tc.reason, i, err)
+					}
 				case s.get != "":
 					_ = memo.Get(ctx, types.NamespacedName{Namespace: owner.GetNamespace(), Name: s.get}, &corev1.Secret{})
 				}
