@@ -27,7 +27,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -101,13 +100,6 @@ func main() {
 // creates them (docs/benchmarks.md).
 const gcPercent = 50
 
-// eventCorrelatorCache is the number of objects whose recent events
-// client-go's event correlator remembers (4,096 by default): those of the
-// last 20 s at the default --max-reconcile-rate of 50 per second. An object
-// whose events it no longer remembers gets a new Event for a repeat instead
-// of a higher count on the old one.
-const eventCorrelatorCache = 1024
-
 func run(c *cli) error {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
@@ -140,14 +132,7 @@ func run(c *cli) error {
 		// holds many Secrets that are not the provider's (20,000 of 1 KiB
 		// took 35 MB of heap), and the provider reads few: token Secrets
 		// (for clients.TokenTTL) and the connection Secrets of WidgetKeys.
-		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
-		// client-go's event correlator keeps three LRU caches of the
-		// events it sent, by object, to count repeats instead of sending
-		// them again and to throttle objects that spam; 4,096 entries each
-		// by default took 7 MB of a 63 MB heap with 10,000 Widgets. The
-		// option is deprecated because a broadcaster outlives a manager
-		// that stops before the process does; this manager does not.
-		EventBroadcaster:           record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{LRUCacheSize: eventCorrelatorCache})),
+		Client:                     client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 		LeaderElection:             c.LeaderElection,
 		LeaderElectionID:           "crossplane-leader-election-provider-widget",
 		LeaderElectionNamespace:    c.LeaderElectionNamespace,
