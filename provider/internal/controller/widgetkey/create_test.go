@@ -76,10 +76,17 @@ func testCreate[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T)
 			want:    want{err: cmpopts.AnyError, checked: isRateLimited, ready: noReady},
 		},
 		"Created": {
-			reason: "The key is created with spec.initProvider's description, and its secret, name and widget are returned as connection details - the only place the secret goes.",
+			reason: "The key is created with spec.initProvider's description, and its secret, name and widget, and the widget's endpoint, are returned as connection details - the only place the secret goes.",
 			widget: readyWidget,
 			mods:   []mod{defaultName(), forWidget(widgetName), described("ci pipeline")},
 			want:   want{created: true, description: "ci pipeline", ready: xpv2.Creating()},
+		},
+		"WidgetWithoutEndpoint": {
+			reason: "A key of a widget that has no endpoint yet is created; its connection details have no endpoint (Observe adds it once the widget has one).",
+			server: func(o *server.Options) { o.ProvisionDelay = time.Hour },
+			widget: provisioningWidget,
+			mods:   []mod{defaultName(), forWidget(widgetName)},
+			want:   want{created: true, ready: xpv2.Creating()},
 		},
 		"NoDescription": {
 			reason: "A key without a description is created without one.",
@@ -180,6 +187,9 @@ func testCreate[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T)
 			want := managed.ExternalCreation{ConnectionDetails: managed.ConnectionDetails{
 				DetailKey: secret, DetailKeyName: []byte(keyName), DetailWidget: []byte(widgetName),
 			}}
+			if w.Endpoint != "" {
+				want.ConnectionDetails[DetailEndpoint] = []byte(w.Endpoint)
+			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("%s\nCreate(...): -want, +got:\n%s", tc.reason, diff)
 			}

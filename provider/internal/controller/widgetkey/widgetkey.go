@@ -294,11 +294,17 @@ func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreatio
 		return managed.ExternalCreation{}, errors.Wrap(err, "cannot create key")
 	}
 	mg.SetConditions(xpv2.Creating())
-	return managed.ExternalCreation{ConnectionDetails: managed.ConnectionDetails{
+	cd := managed.ConnectionDetails{
 		DetailKey:     []byte(k.Secret),
 		DetailKeyName: []byte(name),
 		DetailWidget:  []byte(widget),
-	}}, nil
+	}
+	if e.widget.Endpoint != "" {
+		// As Observe publishes them: the next reconcile then finds the
+		// Secret as it wants it, and does not write it again.
+		cd[DetailEndpoint] = []byte(e.widget.Endpoint)
+	}
+	return managed.ExternalCreation{ConnectionDetails: cd}, nil
 }
 
 // Update does nothing: keys have no mutable fields (the CRD makes them
