@@ -46,7 +46,7 @@ func callWithin(t *testing.T, f *Function, ctx context.Context, req *fnv1.RunFun
 }
 
 func TestRunFunctionRejectsAbuse(t *testing.T) {
-	converging := durationpb.New(15 * time.Second)
+	converging := durationpb.New(time.Minute)
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 
@@ -197,7 +197,7 @@ func TestRunFunctionStopsWhenContextEnds(t *testing.T) {
 					msg = stopped("the composite resource")
 				}
 				want := &fnv1.RunFunctionResponse{
-					Meta:    &fnv1.ResponseMeta{Tag: "tag", Ttl: durationpb.New(15 * time.Second)},
+					Meta:    &fnv1.ResponseMeta{Tag: "tag", Ttl: durationpb.New(time.Minute)},
 					Desired: req.GetDesired(),
 					Results: []*fnv1.Result{fatal(msg)},
 				}

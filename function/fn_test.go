@@ -18,7 +18,7 @@ import (
 // TestRunFunction walks an XWidget of each flavour through its life, one
 // call per stage, and checks the whole response of each call.
 func TestRunFunction(t *testing.T) {
-	converging := durationpb.New(15 * time.Second)
+	converging := durationpb.New(time.Minute)
 	steady := durationpb.New(10 * time.Minute)
 
 	secret := map[string]any{

@@ -104,7 +104,7 @@ func policyInput(mods ...mod) map[string]any {
 			"requiredLabels": []any{"team"},
 			"maxKeys":        3,
 		},
-		"ttl": map[string]any{"converging": "15s", "ready": "10m"},
+		"ttl": map[string]any{"converging": "1m", "ready": "10m"},
 	}, mods...)
 }
 

@@ -28,7 +28,7 @@ func TestNewPolicy(t *testing.T) {
 				namespacedProviderConfig: xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"},
 				legacyProviderConfig:     "default",
 				legacySecretNamespace:    "crossplane-system",
-				convergingTTL:            15 * time.Second,
+				convergingTTL:            time.Minute,
 				readyTTL:                 10 * time.Minute,
 			},
 		},

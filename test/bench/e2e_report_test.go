@@ -362,7 +362,7 @@ func pkgNames(p platform.Packages) string {
 }
 
 // compositionTTL describes the TTLs of the function input of the
-// Composition in examples/composition/<dir>, e.g. ", TTLs converging 15s,
+// Composition in examples/composition/<dir>, e.g. ", TTLs converging 1m,
 // ready 10m".
 func compositionTTL(root, dir string) string {
 	objs, err := platform.ReadObjects(filepath.Join(root, "examples", "composition", dir, "composition.yaml"))

@@ -196,7 +196,7 @@ func widgetPolicy(keys int) map[string]any {
 			"requiredLabels": []any{"team"},
 			"maxKeys":        max(keys, 3),
 		},
-		"ttl": map[string]any{"converging": "15s", "ready": "10m"},
+		"ttl": map[string]any{"converging": "1m", "ready": "10m"},
 	}
 }
 

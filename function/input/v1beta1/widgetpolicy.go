@@ -25,7 +25,7 @@ const (
 	DefaultProviderConfigName        = "default"
 	DefaultNamespacedProviderKind    = ProviderConfigKindCluster
 	DefaultConnectionSecretNamespace = "crossplane-system" //nolint:gosec // G101: a namespace name, not a credential.
-	DefaultConvergingTTL             = 15 * time.Second
+	DefaultConvergingTTL             = time.Minute
 	DefaultReadyTTL                  = 10 * time.Minute
 
 	// MaxKeys is the most access keys any XWidget can have, whatever the
@@ -241,7 +241,11 @@ type LegacyProviderConfigReference struct {
 // or one of its composed resources changes.
 type TTL struct {
 	// Converging is the TTL while the XWidget is not ready yet or has a
-	// problem, such as 15s. Defaults to 15s.
+	// problem, such as 1m. Defaults to 1m. Crossplane calls the function
+	// as soon as a composed resource changes (realtime compositions, on by
+	// default), so this is a safety net: a short one makes a busy control
+	// plane slower, each expiry being one more reconcile of every XWidget
+	// that is not ready yet.
 	// +optional
 	Converging *metav1.Duration `json:"converging,omitempty"`
 
