@@ -228,6 +228,13 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", withDiagnostics(err))
 		code = 1
 	}
+	// Every event is sent once: a process that sends each twice (two
+	// sinks for one recorder) doubles its event writes and has half of
+	// them refused.
+	if err := checkEventCreates(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", withDiagnostics(err))
+		code = 1
+	}
 	passed = code == 0
 	report(startTook, installTook, time.Since(tScenarios), time.Since(begin))
 	return code
@@ -264,6 +271,31 @@ func checkForbidden() error {
 		return nil
 	}
 	return errors.Errorf("RBAC refused %d kinds of request of ServiceAccounts (does the package, or Crossplane's Helm chart, grant what is needed?):\n  %s", len(lines), strings.Join(lines, "\n  "))
+}
+
+// checkEventCreates fails when a ServiceAccount had more than a tenth of
+// its Event creates refused as already existing (at least 20 creates): each
+// event sent twice. A few are a retry after a lost response (the suite stops
+// kube-apiserver and kills processes).
+func checkEventCreates() error {
+	all, err := suite.h.EventCreates()
+	if err != nil {
+		return err
+	}
+	var bad []string
+	seen := make([]string, 0, len(all))
+	for _, c := range all {
+		n := c.Created + c.Conflicts
+		seen = append(seen, fmt.Sprintf("%s %d (%d already existed)", c.User, n, c.Conflicts))
+		if n >= 20 && c.Conflicts*10 > n {
+			bad = append(bad, fmt.Sprintf("%s: %d of %d Event creates were refused as already existing", c.User, c.Conflicts, n))
+		}
+	}
+	if len(bad) > 0 {
+		return errors.Errorf("events were sent twice (does a process start two sinks for one event broadcaster?):\n  %s", strings.Join(bad, "\n  "))
+	}
+	fmt.Printf("E2E events: each sent once; Event creates by ServiceAccount: %s\n", strings.Join(seen, "; "))
+	return nil
 }
 
 // coreArgs are extra flags for Crossplane core: --debug with

@@ -143,3 +143,65 @@ func (h *Harness) ExpectRollout() (done func()) {
 }
 
 func (h *Harness) auditLog() string { return h.dir + "/logs/kube-apiserver-audit.log" }
+
+// EventCreates is how many Events a ServiceAccount asked kube-apiserver to
+// create during the run, and how many of those kube-apiserver refused as
+// already existing. An event recorder names each Event after its object and
+// the time, so a refusal means the same Event was sent again: a retry after
+// a lost response, rarely; every Event twice, when a process runs two sinks
+// for one recorder.
+type EventCreates struct {
+	User      string
+	Created   int
+	Conflicts int
+}
+
+// EventCreates returns the Event creates of each ServiceAccount, read from
+// kube-apiserver's audit log, by user name.
+func (h *Harness) EventCreates() ([]EventCreates, error) {
+	f, err := os.Open(h.auditLog())
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot read kube-apiserver's audit log")
+	}
+	defer f.Close() //nolint:errcheck // Read only.
+	type event struct {
+		Verb      string                    `json:"verb"`
+		User      struct{ Username string } `json:"user"`
+		ObjectRef struct {
+			Resource string
+		} `json:"objectRef"`
+		ResponseStatus struct{ Code int } `json:"responseStatus"`
+	}
+	by := map[string]*EventCreates{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), maxAuditLine)
+	for sc.Scan() {
+		if !strings.Contains(sc.Text(), `"resource":"events"`) || !strings.Contains(sc.Text(), `"verb":"create"`) {
+			continue
+		}
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Verb != "create" || e.ObjectRef.Resource != "events" {
+			continue
+		}
+		c, ok := by[e.User.Username]
+		if !ok {
+			c = &EventCreates{User: e.User.Username}
+			by[e.User.Username] = c
+		}
+		switch e.ResponseStatus.Code {
+		case 201:
+			c.Created++
+		case 409:
+			c.Conflicts++
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, errors.Wrap(err, "cannot read kube-apiserver's audit log")
+	}
+	out := make([]EventCreates, 0, len(by))
+	for _, c := range by {
+		out = append(out, *c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].User < out[j].User })
+	return out, nil
+}
