@@ -69,20 +69,6 @@ func (f Forbidden) String() string {
 // its audit log. A missing rule in what Crossplane grants a provider shows up
 // here first.
 func (h *Harness) Forbidden() ([]Forbidden, error) {
-	f, err := os.Open(h.auditLog())
-	if err != nil {
-		return nil, errors.Wrap(err, "cannot read kube-apiserver's audit log")
-	}
-	defer f.Close() //nolint:errcheck // Read only.
-	type event struct {
-		Verb      string                    `json:"verb"`
-		User      struct{ Username string } `json:"user"`
-		ObjectRef struct {
-			Resource, Subresource, Namespace, Name, APIGroup string
-		} `json:"objectRef"`
-		ResponseStatus struct{ Code int } `json:"responseStatus"`
-		Received       time.Time          `json:"requestReceivedTimestamp"`
-	}
 	h.mu.Lock()
 	starts := slices.Clone(h.apiStarts)
 	rollouts := slices.Clone(h.rollouts)
@@ -91,15 +77,9 @@ func (h *Harness) Forbidden() ([]Forbidden, error) {
 		return slices.ContainsFunc(ws, func(w [2]time.Time) bool { return !t.Before(w[0]) && !t.After(w[1]) })
 	}
 	seen := map[Forbidden]int{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), maxAuditLine)
-	for sc.Scan() {
-		if !strings.Contains(sc.Text(), `"code":403`) {
-			continue
-		}
-		var e event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.ResponseStatus.Code != 403 {
-			continue
+	err := h.eachAuditEvent([]string{`"code":403`}, func(e auditEvent) {
+		if e.ResponseStatus.Code != 403 {
+			return
 		}
 		r := e.ObjectRef.Resource
 		if e.ObjectRef.Subresource != "" {
@@ -112,9 +92,9 @@ func (h *Harness) Forbidden() ([]Forbidden, error) {
 			User: e.User.Username, Verb: e.Verb, Resource: r, Namespace: e.ObjectRef.Namespace, Name: e.ObjectRef.Name,
 			Starting: within(starts, e.Received), Rollout: within(rollouts, e.Received),
 		}]++
-	}
-	if err := sc.Err(); err != nil {
-		return nil, errors.Wrap(err, "cannot read kube-apiserver's audit log")
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]Forbidden, 0, len(seen))
 	for k, n := range seen {
@@ -123,6 +103,43 @@ func (h *Harness) Forbidden() ([]Forbidden, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out, nil
+}
+
+// auditEvent is what the checks here read of one audit event.
+type auditEvent struct {
+	Verb      string                    `json:"verb"`
+	User      struct{ Username string } `json:"user"`
+	ObjectRef struct {
+		Resource, Subresource, Namespace, Name, APIGroup string
+	} `json:"objectRef"`
+	ResponseStatus struct{ Code int } `json:"responseStatus"`
+	Received       time.Time          `json:"requestReceivedTimestamp"`
+}
+
+// eachAuditEvent calls fn with each event of kube-apiserver's audit log
+// whose line contains every string in must (a cheap filter before parsing).
+func (h *Harness) eachAuditEvent(must []string, fn func(auditEvent)) error {
+	f, err := os.Open(h.auditLog())
+	if err != nil {
+		return errors.Wrap(err, "cannot read kube-apiserver's audit log")
+	}
+	defer f.Close() //nolint:errcheck // Read only.
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), maxAuditLine)
+lines:
+	for sc.Scan() {
+		for _, m := range must {
+			if !strings.Contains(sc.Text(), m) {
+				continue lines
+			}
+		}
+		var e auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			continue
+		}
+		fn(e)
+	}
+	return errors.Wrap(sc.Err(), "cannot read kube-apiserver's audit log")
 }
 
 // ExpectRollout marks the time from now until done is called as a package
@@ -159,29 +176,10 @@ type EventCreates struct {
 // EventCreates returns the Event creates of each ServiceAccount, read from
 // kube-apiserver's audit log, by user name.
 func (h *Harness) EventCreates() ([]EventCreates, error) {
-	f, err := os.Open(h.auditLog())
-	if err != nil {
-		return nil, errors.Wrap(err, "cannot read kube-apiserver's audit log")
-	}
-	defer f.Close() //nolint:errcheck // Read only.
-	type event struct {
-		Verb      string                    `json:"verb"`
-		User      struct{ Username string } `json:"user"`
-		ObjectRef struct {
-			Resource string
-		} `json:"objectRef"`
-		ResponseStatus struct{ Code int } `json:"responseStatus"`
-	}
 	by := map[string]*EventCreates{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), maxAuditLine)
-	for sc.Scan() {
-		if !strings.Contains(sc.Text(), `"resource":"events"`) || !strings.Contains(sc.Text(), `"verb":"create"`) {
-			continue
-		}
-		var e event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Verb != "create" || e.ObjectRef.Resource != "events" {
-			continue
+	err := h.eachAuditEvent([]string{`"resource":"events"`, `"verb":"create"`}, func(e auditEvent) {
+		if e.Verb != "create" || e.ObjectRef.Resource != "events" {
+			return
 		}
 		c, ok := by[e.User.Username]
 		if !ok {
@@ -194,9 +192,9 @@ func (h *Harness) EventCreates() ([]EventCreates, error) {
 		case 409:
 			c.Conflicts++
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, errors.Wrap(err, "cannot read kube-apiserver's audit log")
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]EventCreates, 0, len(by))
 	for _, c := range by {
