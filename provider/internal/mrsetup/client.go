@@ -82,8 +82,13 @@ func (s statusRecorder) Patch(ctx context.Context, o client.Object, p client.Pat
 	return nil
 }
 
-// clientManager is a manager whose client is c: managed.NewReconciler
-// takes its client from the manager.
+// WithClient returns mgr with c as its client: crossplane-runtime's
+// reconcilers (managed.NewReconciler, providerconfig.NewReconciler) take
+// their client from the manager.
+func WithClient(mgr ctrl.Manager, c client.Client) ctrl.Manager {
+	return clientManager{Manager: mgr, c: c}
+}
+
 type clientManager struct {
 	ctrl.Manager
 	c client.Client

@@ -152,7 +152,7 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 			}
 		}
 	}
-	r := managed.NewReconciler(clientManager{Manager: mgr, c: kube}, resource.ManagedKind(gvk), opts...)
+	r := managed.NewReconciler(WithClient(mgr, kube), resource.ManagedKind(gvk), opts...)
 
 	copts := o.ForControllerRuntime()
 	copts.RateLimiter = limiter

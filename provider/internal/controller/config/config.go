@@ -17,6 +17,7 @@ import (
 	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
 	"github.com/widgetco/crossplane-widget/provider/internal/debounce"
+	"github.com/widgetco/crossplane-widget/provider/internal/mrsetup"
 )
 
 // Setup adds a controller for each ProviderConfig kind. A
@@ -51,7 +52,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		},
 	} {
 		// See unchanged.go: recounts that change nothing write nothing.
-		r := providerconfig.NewReconciler(clientManager{Manager: mgr, c: newUnchangedSkipped(mgr.GetClient())}, k.kinds,
+		r := providerconfig.NewReconciler(mrsetup.WithClient(mgr, newUnchangedSkipped(mgr.GetClient())), k.kinds,
 			providerconfig.WithLogger(o.Logger.WithValues("controller", k.name)),
 			providerconfig.WithRecorder(xpevent.NewAPIRecorder(mgr.GetEventRecorderFor(k.name))))
 		err := ctrl.NewControllerManagedBy(mgr).

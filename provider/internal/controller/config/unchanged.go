@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -114,11 +113,3 @@ func (c *unchangedSkipped) forget(o client.Object, key types.NamespacedName) {
 	defer c.mu.Unlock()
 	delete(c.last, objectKey{t: reflect.TypeOf(o), NamespacedName: key})
 }
-
-// clientManager is a manager whose client is c.
-type clientManager struct {
-	ctrl.Manager
-	c client.Client
-}
-
-func (m clientManager) GetClient() client.Client { return m.c }
