@@ -43,6 +43,7 @@ import (
 	"github.com/widgetco/crossplane-widget/provider/internal/feed"
 	widgetmetrics "github.com/widgetco/crossplane-widget/provider/internal/metrics"
 	"github.com/widgetco/crossplane-widget/provider/internal/mrsetup"
+	"github.com/widgetco/crossplane-widget/provider/internal/slim"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
@@ -126,8 +127,9 @@ func run(c *cli) error {
 		Scheme:        scheme,
 		WebhookServer: webhookServer(c),
 		// managedFields are never read here, and are a large part of every
-		// cached object: drop them before they are cached.
-		Cache: cache.Options{SyncPeriod: &c.SyncInterval, DefaultTransform: cache.TransformStripManagedFields()},
+		// cached object: slim drops them before objects are cached, and
+		// shares the strings cached objects have in common.
+		Cache: cache.Options{SyncPeriod: &c.SyncInterval, DefaultTransform: slim.Transform},
 		// Secrets are read from the API server, never cached: a cluster
 		// holds many Secrets that are not the provider's (20,000 of 1 KiB
 		// took 35 MB of heap), and the provider reads few: token Secrets

@@ -1,0 +1,243 @@
+// Package slim makes the objects the provider caches smaller.
+//
+// At 10,000 Widgets the informer caches hold 10,000 Widgets and 10,000
+// ProviderConfigUsages, and they are most of the provider's heap. Each
+// decoded object has its own copy of every string in it, yet most strings are
+// the same in every object: annotation and label keys, the API version and
+// kind, the namespace, condition types, statuses and reasons, the
+// ProviderConfig reference, finalizers. Transform, the cache's transform,
+// replaces each of those with one shared copy, and gives the
+// ProviderConfigUsages of one ProviderConfig one shared labels map. Strings
+// that differ between objects (names, UIDs, external names, messages, label
+// values) are left alone: sharing them would save nothing and cost an entry
+// each.
+//
+// The cache hands out deep copies (controller-runtime's cache reader copies
+// every object it returns), so nothing that reads a cached object can change
+// what another shares with it.
+package slim
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
+	clusterv1beta1 "github.com/widgetco/crossplane-widget/apis/cluster/v1beta1"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
+	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
+)
+
+// Transform drops an object's managed fields (the provider never reads them)
+// and shares the strings it has in common with other objects. It changes
+// nothing an equality check would see. Objects that are not Kubernetes
+// objects (a cache's DeletedFinalStateUnknown) pass unchanged.
+func Transform(in any) (any, error) {
+	o, ok := in.(client.Object)
+	if !ok {
+		return in, nil
+	}
+	o.SetManagedFields(nil)
+	if tm, ok := o.GetObjectKind().(*metav1.TypeMeta); ok {
+		tm.APIVersion, tm.Kind = intern(tm.APIVersion), intern(tm.Kind)
+	}
+	slimMeta(o)
+	switch x := o.(type) {
+	case resource.ModernManaged:
+		slimManaged(x)
+		if ref := x.GetProviderConfigReference(); ref != nil {
+			ref.Name, ref.Kind = intern(ref.Name), intern(ref.Kind)
+		}
+	case resource.LegacyManaged: //nolint:staticcheck // cluster-scoped MRs exist for legacy claims on purpose
+		slimManaged(x)
+		if ref := x.GetProviderConfigReference(); ref != nil {
+			ref.Name = intern(ref.Name)
+		}
+	case *nsv1alpha1.ProviderConfigUsage:
+		ref := &x.ProviderConfigReference
+		ref.Name, ref.Kind = intern(ref.Name), intern(ref.Kind)
+		slimTypedRef(&x.ResourceReference)
+		x.Labels = sharedLabels(x.Labels)
+	case *clusterv1alpha1.ProviderConfigUsage:
+		x.ProviderConfigReference.Name = intern(x.ProviderConfigReference.Name)
+		slimTypedRef(&x.ResourceReference)
+		x.Labels = sharedLabels(x.Labels)
+	}
+	return in, nil
+}
+
+// slimMeta shares the object's namespace, its label and annotation keys, its
+// finalizers and its owners' API versions and kinds.
+func slimMeta(o metav1.Object) {
+	o.SetNamespace(intern(o.GetNamespace()))
+	if l := o.GetLabels(); len(l) > 0 {
+		o.SetLabels(internKeys(l))
+	}
+	if a := o.GetAnnotations(); len(a) > 0 {
+		o.SetAnnotations(internKeys(a))
+	}
+	f := o.GetFinalizers()
+	for i := range f {
+		f[i] = intern(f[i])
+	}
+	refs := o.GetOwnerReferences()
+	for i := range refs {
+		refs[i].APIVersion, refs[i].Kind = intern(refs[i].APIVersion), intern(refs[i].Kind)
+	}
+}
+
+// slimManaged shares what managed resources have in common: their
+// conditions' types, statuses and reasons, their management policies, and a
+// Widget's size, region and observed state and the keys of its labels.
+func slimManaged(mg resource.Managed) {
+	if cs := conditions(mg); cs != nil {
+		for i := range cs {
+			c := &cs[i]
+			c.Type, c.Status, c.Reason = intern(c.Type), intern(c.Status), intern(c.Reason)
+		}
+	}
+	p := mg.GetManagementPolicies()
+	for i := range p {
+		p[i] = intern(p[i])
+	}
+	w, ok := mg.(commonv1beta1.WidgetResource)
+	if !ok {
+		return
+	}
+	fp := w.GetWidgetParameters()
+	internPtr(fp.Size)
+	fp.Labels = internKeys(fp.Labels)
+	ip := w.GetWidgetInitParameters()
+	internPtr(ip.Region)
+	internPtr(ip.Size)
+	ip.Labels = internKeys(ip.Labels)
+	at := w.GetWidgetObservation()
+	at.State, at.Size, at.Region = intern(at.State), intern(at.Size), intern(at.Region)
+	at.Labels = internKeys(at.Labels)
+}
+
+// conditions returns the conditions of the managed resource kinds the
+// provider caches (the versions it reads: v1beta1).
+func conditions(mg resource.Managed) []xpv2.Condition {
+	switch x := mg.(type) {
+	case *nsv1beta1.Widget:
+		return x.Status.Conditions
+	case *nsv1beta1.WidgetKey:
+		return x.Status.Conditions
+	case *clusterv1beta1.Widget:
+		return x.Status.Conditions
+	case *clusterv1beta1.WidgetKey:
+		return x.Status.Conditions
+	}
+	return nil
+}
+
+func slimTypedRef(r *xpv2.TypedReference) {
+	r.APIVersion, r.Kind = intern(r.APIVersion), intern(r.Kind)
+}
+
+// maxStrings bounds the shared strings. Only strings of which a cluster has
+// few are shared (keys, kinds, reasons), so the bound is never reached in
+// practice; it keeps objects with, say, annotation keys made unique on
+// purpose from growing the table forever. Beyond it, strings are not shared.
+const maxStrings = 1 << 16
+
+var strs = newInterner(maxStrings)
+
+// intern returns the shared copy of s.
+func intern[S ~string](s S) S { return S(strs.intern(string(s))) }
+
+// An interner hands out one shared copy of each string it is given, for up
+// to limit strings.
+type interner struct {
+	mu    sync.RWMutex
+	m     map[string]string
+	limit int
+}
+
+func newInterner(limit int) *interner { return &interner{m: map[string]string{}, limit: limit} }
+
+func (in *interner) intern(s string) string {
+	if s == "" {
+		return s
+	}
+	in.mu.RLock()
+	c, ok := in.m[s]
+	in.mu.RUnlock()
+	if ok {
+		return c
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if c, ok := in.m[s]; ok {
+		return c
+	}
+	if len(in.m) >= in.limit {
+		return s
+	}
+	// A copy: s may share memory with something larger.
+	c = strings.Clone(s)
+	in.m[c] = c
+	return c
+}
+
+func internPtr(p *string) {
+	if p != nil {
+		*p = intern(*p)
+	}
+}
+
+// internKeys returns m with shared keys (values are left alone: they are
+// often unique). A nil or empty map is returned as it is.
+func internKeys(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[intern(k)] = v
+	}
+	return out
+}
+
+// maxLabelSets bounds the shared labels maps: one per ProviderConfig in use,
+// so only a cluster with more ProviderConfigs than this stops sharing.
+const maxLabelSets = 1024
+
+var labelSets = struct {
+	sync.Mutex
+	m map[string]map[string]string
+}{m: map[string]map[string]string{}}
+
+// sharedLabels returns the shared copy of a ProviderConfigUsage's labels:
+// crossplane-runtime labels each with the name and kind of its
+// ProviderConfig, so all the usages of one ProviderConfig have equal labels.
+// Labels of any other shape get their keys shared only.
+func sharedLabels(l map[string]string) map[string]string {
+	if len(l) == 0 || len(l) > 2 {
+		return internKeys(l)
+	}
+	keys := make([]string, 0, 2*len(l))
+	for k, v := range l {
+		keys = append(keys, k, v)
+	}
+	if len(keys) == 4 && keys[0] > keys[2] {
+		keys[0], keys[1], keys[2], keys[3] = keys[2], keys[3], keys[0], keys[1]
+	}
+	id := strings.Join(keys, "\x00")
+	labelSets.Lock()
+	defer labelSets.Unlock()
+	if m, ok := labelSets.m[id]; ok {
+		return m
+	}
+	m := internKeys(l)
+	if len(labelSets.m) < maxLabelSets {
+		labelSets.m[id] = m
+	}
+	return m
+}
