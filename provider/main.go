@@ -23,6 +23,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -190,10 +191,19 @@ func run(c *cli) error {
 		clients.WithUserAgent("provider-widget/"+version),
 		clients.WithObserver(own.ObserveAPI),
 		clients.WithRetryPolicy(retryPolicy(c.APIRetries)))
+	cs, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("cannot create a Kubernetes client for events: %w", err)
+	}
+	recorders := mrsetup.NewEventRecorders(cs.CoreV1(), mgr.GetScheme(), log.WithValues("component", "events"))
+	if err := mgr.Add(recorders); err != nil {
+		return fmt.Errorf("cannot add the event recorders: %w", err)
+	}
 	d := mrsetup.Deps{
 		Sessions:   &clients.Sessions{Resolver: resolver, Throttle: throttle},
 		Metrics:    own,
 		PollJitter: jitter,
+		Recorders:  recorders,
 	}
 	if c.ChangeFeed {
 		fm := feed.NewManager(log.WithValues("component", "change-feed"), own,

@@ -56,6 +56,9 @@ type Deps struct {
 	Feed FeedSource
 	// PollJitter spreads polls by up to this much either way.
 	PollJitter time.Duration
+	// Recorders, when set, makes the controllers' event recorders (see
+	// EventRecorders); the manager's otherwise.
+	Recorders RecorderProvider
 }
 
 // TransitionPoll is the longest a resource that is not Ready waits for its
@@ -98,7 +101,11 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	newObj func() T, newList func() resource.ManagedList, connect func(Env) managed.TypedExternalConnector[T]) error {
 	name := managed.ControllerName(gvk.GroupKind().String())
 	limiter := ratelimit.New(ratelimiter.NewController())
-	record := withoutGenericUpdates{event.NewAPIRecorder(mgr.GetEventRecorderFor(name))}
+	var recorders RecorderProvider = mgr
+	if d.Recorders != nil {
+		recorders = d.Recorders
+	}
+	record := withoutGenericUpdates{event.NewAPIRecorder(recorders.GetEventRecorderFor(name))}
 	// See fresh.go: the reconciler's writes are recorded, so that it does
 	// not start again from a cache that has not seen them.
 	fresh, status := newFreshness(), newStatusMemo()
