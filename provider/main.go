@@ -199,15 +199,16 @@ func run(c *cli) error {
 	if err := mgr.Add(recorders); err != nil {
 		return fmt.Errorf("cannot add the event recorders: %w", err)
 	}
+	recent := clients.NewRecentWidgets(c.PollInterval)
 	d := mrsetup.Deps{
-		Sessions:   &clients.Sessions{Resolver: resolver, Throttle: throttle},
+		Sessions:   &clients.Sessions{Resolver: resolver, Throttle: throttle, Recent: recent},
 		Metrics:    own,
 		PollJitter: jitter,
 		Recorders:  recorders,
 	}
 	if c.ChangeFeed {
 		fm := feed.NewManager(log.WithValues("component", "change-feed"), own,
-			feed.WithWait(c.FeedWait), feed.WithIdleTimeout(max(3*c.PollInterval, 15*time.Minute)))
+			feed.WithWait(c.FeedWait), feed.WithIdleTimeout(max(3*c.PollInterval, 15*time.Minute)), feed.WithRecentWidgets(recent))
 		if err := mgr.Add(fm); err != nil {
 			return fmt.Errorf("cannot add the change feed manager: %w", err)
 		}

@@ -45,6 +45,9 @@ type Sessions struct {
 	// resource when the widget turns Ready or fails, and Recheck is the
 	// safety net.
 	Recheck time.Duration
+	// Recent, when set, remembers the widgets sessions read and write, for
+	// RecentWidget.
+	Recent *RecentWidgets
 }
 
 // Open resolves mg's connection and returns a session for one reconcile. It
@@ -113,9 +116,24 @@ type Session struct {
 // Key identifies the session's endpoint and credentials (see Connection).
 func (s *Session) Key() string { return s.conn.Key }
 
-// GetWidget reads a widget.
+// GetWidget reads a widget from the Widget API.
 func (s *Session) GetWidget(ctx context.Context, name string) (*widgetapi.Widget, error) {
-	return s.saw(s.conn.Client.GetWidget(ctx, name))
+	w, err := s.saw(s.conn.Client.GetWidget(ctx, name))
+	if widgetapi.IsNotFound(err) {
+		s.sessions.Recent.Forget(s.conn.Key, name)
+	}
+	return w, err
+}
+
+// RecentWidget returns the widget as this provider read or wrote it moments
+// ago (see RecentWidgets), or reads it. Never use it for a decision that
+// grants access.
+func (s *Session) RecentWidget(ctx context.Context, name string) (*widgetapi.Widget, error) {
+	if w, ok := s.sessions.Recent.Recall(s.conn.Key, name); ok {
+		s.seen(w)
+		return w, nil
+	}
+	return s.GetWidget(ctx, name)
 }
 
 // CreateWidget creates a widget. When the change feed follows it (since
@@ -159,12 +177,21 @@ func (s *Session) DeleteKey(ctx context.Context, widget, key string) error {
 }
 
 // saw reports w to the change feed when it is a version of the session's
-// widget, and checks err.
+// widget, remembers it (see RecentWidgets), and checks err.
 func (s *Session) saw(w *widgetapi.Widget, err error) (*widgetapi.Widget, error) {
+	s.seen(w)
+	if err == nil {
+		s.sessions.Recent.Remember(s.conn.Key, w)
+	}
+	return w, s.check(err)
+}
+
+// seen reports w to the change feed when it is a version of the session's
+// widget: the feed's echo of it needs no reconcile.
+func (s *Session) seen(w *widgetapi.Widget) {
 	if f := s.sessions.Feeds; f != nil && w != nil && w.Name == s.widget {
 		f.Seen(s.conn, s.kind, s.widget, s.req.NamespacedName, w.Generation, w.State)
 	}
-	return w, s.check(err)
 }
 
 // check throttles the connection and delays the resource after a 429. It

@@ -289,7 +289,7 @@ func TestSessionGuardsEveryCall(t *testing.T) {
 			}
 		})
 	}
-	want := []string{"CreateKey", "CreateWidget", "DeleteKey", "DeleteWidget", "GetKey", "GetWidget", "ReplaceWidget"}
+	want := []string{"CreateKey", "CreateWidget", "DeleteKey", "DeleteWidget", "GetKey", "GetWidget", "RecentWidget", "ReplaceWidget"}
 	if diff := cmp.Diff(want, guarded); diff != "" {
 		t.Errorf("Session's API calls: -want, +got:\n%s", diff)
 	}

@@ -47,6 +47,8 @@ type Manager struct {
 	// changed are the resources queued because their widget changed and
 	// not reconciled since (see Changed).
 	changed map[watcher]struct{}
+	// recent is told of every change, so it forgets the changed widget.
+	recent *clients.RecentWidgets
 }
 
 // maxChanged bounds changed: entries are removed as the resources are
@@ -119,6 +121,11 @@ func WithIdleTimeout(d time.Duration) Option { return func(m *Manager) { m.idle 
 
 // WithWait sets the long-poll duration (default 30s).
 func WithWait(d time.Duration) Option { return func(m *Manager) { m.wait = d } }
+
+// WithRecentWidgets makes every change the feed reports forget the changed
+// widget in r, and a resync (the feed fell behind) every widget of the
+// connection.
+func WithRecentWidgets(r *clients.RecentWidgets) Option { return func(m *Manager) { m.recent = r } }
 
 // NewManager returns a Manager. Add it to the controller manager so it
 // starts.
@@ -280,10 +287,16 @@ func (m *Manager) start(c *clients.Connection) *follower {
 	f := &follower{cancel: cancel, endpoint: c.Endpoint, watchers: map[string][]watch{}, widgetOf: map[watcher]string{}}
 	fl := c.Client.NewFollower(func(ctx context.Context, ch widgetapi.Change) {
 		m.metrics.FeedChanges.WithLabelValues(string(ch.Type)).Inc()
+		// Forgotten before the resources that follow the widget are
+		// queued: their reconciles read the widget as it is now.
+		m.recent.Forget(c.Key, ch.Widget)
 		m.enqueue(ctx, f, &ch)
 	})
 	fl.Wait = m.wait
-	fl.OnResync = func(ctx context.Context) { m.enqueue(ctx, f, nil) }
+	fl.OnResync = func(ctx context.Context) {
+		m.recent.ForgetConnection(c.Key)
+		m.enqueue(ctx, f, nil)
+	}
 	fl.OnPoll = func() { f.live.Store(true) }
 	fl.OnError = func(err error, retryIn time.Duration) {
 		f.live.Store(false)

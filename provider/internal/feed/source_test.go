@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/widgetco/crossplane-widget/provider/internal/clients"
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
@@ -211,5 +212,38 @@ func TestSeen(t *testing.T) {
 	describe(t, api, "w1", "theirs")
 	if got := receive(t, widgets); got != mrA {
 		t.Errorf("after an out-of-band change: want %v, got %v", mrA, got)
+	}
+}
+
+// A change the feed reports forgets the changed widget in the memory of
+// recent widgets before the resources that follow it are queued, and only
+// that widget of that connection.
+func TestChangeForgetsRecentWidget(t *testing.T) {
+	env := apitest.Start(t, apitest.WithOptions(stable))
+	api := env.Client(t, apitest.TokenA)
+	create(t, api, "w1", "w2")
+	fs := newFeedServer(t, env, false)
+
+	recent := clients.NewRecentWidgets(time.Hour)
+	m := NewManager(logging.NewNopLogger(), metrics.New(), WithWait(time.Second), WithRecentWidgets(recent))
+	widgets := channel(m, kindWidget)
+	start(t, m)
+	c := connection(t, fs.url, "conn-a")
+	m.Follow(c, kindWidget, "w1", mrA)
+	fs.waitPolled(t)
+
+	for _, r := range []struct{ conn, name string }{{"conn-a", "w1"}, {"conn-a", "w2"}, {"conn-b", "w1"}} {
+		recent.Remember(r.conn, &widgetapi.Widget{Name: r.name})
+	}
+	describe(t, api, "w1", "changed")
+	receive(t, widgets)
+	if _, ok := recent.Recall("conn-a", "w1"); ok {
+		t.Error("w1 is still remembered after the feed reported it changed")
+	}
+	if _, ok := recent.Recall("conn-a", "w2"); !ok {
+		t.Error("w2, which did not change, was forgotten")
+	}
+	if _, ok := recent.Recall("conn-b", "w1"); !ok {
+		t.Error("another connection's w1 was forgotten")
 	}
 }

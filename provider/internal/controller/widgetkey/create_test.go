@@ -146,9 +146,7 @@ func testCreate[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T)
 				apitest.Exhaust(t, api)
 			}
 			rec := &fakes.Recorder{}
-			// Observe found w within reach (the reconciler always observes
-			// before it creates).
-			e := &external[T]{api: env.Client(t, apitest.TokenA), record: rec, widget: w, lost: tc.lost}
+			e := &external[T]{api: env.Client(t, apitest.TokenA), record: rec, lost: tc.lost}
 
 			got, err := e.Create(t.Context(), mg)
 			if diff := cmp.Diff(tc.want.err, err, cmpopts.EquateErrors()); diff != "" {

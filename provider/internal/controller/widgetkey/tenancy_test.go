@@ -1,6 +1,7 @@
 package widgetkey
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -139,13 +140,13 @@ func TestTenancy(t *testing.T) {
 			reason: "A key of a widget that another Widget of the same namespace manages is created, carrying our marker.",
 			widget: widgetOfTeamA,
 			mods:   []mod{defaultName(), forWidget(widgetName)},
-			want:   want{calls: []string{"get widget", "get key", "create key"}, keys: []string{"{key}"}},
+			want:   want{calls: []string{"get widget", "get key", "get widget", "create key"}, keys: []string{"{key}"}},
 		},
 		"UnbornOwnNamespace": {
-			reason: "A new key under the provider's name is created without reading it first; its widget is still read, for the tenancy check.",
+			reason: "A new key under the provider's name is created without reading it first; its widget is read again by Create, for the tenancy check that creates a key (Observe's read may come from memory).",
 			widget: widgetOfTeamA,
 			mods:   []mod{unbornName(), forWidget(widgetName)},
-			want:   want{calls: []string{"get widget", "create key"}, keys: []string{"{key}"}},
+			want:   want{calls: []string{"get widget", "get widget", "create key"}, keys: []string{"{key}"}},
 		},
 		"UnbornOnAnotherNamespacesWidget": {
 			reason: "A new key for team-b's widget is refused as any other, and none is created.",
@@ -159,13 +160,13 @@ func TestTenancy(t *testing.T) {
 			widget: widgetOfTeamA,
 			key:    keyOfTeamB,
 			mods:   []mod{unbornName(), forWidget(widgetName)},
-			want:   want{createFails: []string{"already has a key named", "retrying"}, calls: []string{"get widget", "create key"}, keys: []string{"{key}"}},
+			want:   want{createFails: []string{"already has a key named", "retrying"}, calls: []string{"get widget", "get widget", "create key"}, keys: []string{"{key}"}},
 		},
 		"OwnNamespaceLongMarker": {
 			reason: "A widget whose marker was shortened is placed by its namespace label.",
 			widget: widgetOfTeamALongMarker,
 			mods:   []mod{defaultName(), forWidget(widgetName)},
-			want:   want{calls: []string{"get widget", "get key", "create key"}, keys: []string{"{key}"}},
+			want:   want{calls: []string{"get widget", "get key", "get widget", "create key"}, keys: []string{"{key}"}},
 		},
 		"OwnKey": {
 			reason: "Our own key of our namespace's widget is observed as usual.",
@@ -179,7 +180,7 @@ func TestTenancy(t *testing.T) {
 			cluster: true,
 			widget:  widgetOfTeamB,
 			mods:    []mod{defaultName(), forWidget(widgetName)},
-			want:    want{calls: []string{"get widget", "get key", "create key"}, keys: []string{"{key}"}},
+			want:    want{calls: []string{"get widget", "get key", "get widget", "create key"}, keys: []string{"{key}"}},
 		},
 	}
 	for name, tc := range cases {
@@ -274,5 +275,57 @@ func TestTenancy(t *testing.T) {
 				t.Errorf("%s\nkeys of widget %s afterwards: -want, +got:\n%s", tc.reason, widgetName, diff)
 			}
 		})
+	}
+}
+
+// rememberedWidget is a RecentReader whose memory says widget w has labels.
+type rememberedWidget struct{ labels map[string]string }
+
+func (r rememberedWidget) RecentWidget(_ context.Context, name string) (*widgetapi.Widget, error) {
+	return &widgetapi.Widget{Name: name, State: widgetapi.StateReady, Labels: r.labels}, nil
+}
+
+// TestCreateReadsTheWidgetAgain: Observe may decide from a widget read
+// moments ago, but the check that creates a key - and hands out its secret -
+// must not. Here the memory says team-a's widget, while the widget now is
+// team-b's (deleted and made again under the same name, say): Observe goes
+// on, Create refuses, and no key exists.
+func TestCreateReadsTheWidgetAgain(t *testing.T) {
+	env := apitest.Start(t)
+	seedWidget(t, env.Client(t, apitest.TokenA), widgetapi.StateReady, widgetOfTeamB)
+	var mu sync.Mutex
+	var calls []string
+	api := env.Client(t, apitest.TokenA, widgetapi.WithObserver(func(op string, _ int, _ time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, op)
+	}))
+	mg := newNamespaced()
+	for _, m := range []mod{unbornName(), forWidget(widgetName)} {
+		m(mg)
+	}
+	e := &external[commonv1beta1.WidgetKeyResource]{api: api, recent: rememberedWidget{labels: widgetOfTeamA},
+		cache: reader(secretWithKey, nil), live: reader(secretWithKey, nil), record: event.NewNopRecorder()}
+
+	o, err := e.Observe(t.Context(), mg)
+	if err != nil || o.ResourceExists {
+		t.Fatalf("Observe(...): want a key to create and no error (the memory says the widget is team-a's), got exists=%t, %v", o.ResourceExists, err)
+	}
+	if len(calls) != 0 {
+		t.Errorf("Observe(...) called the Widget API (%v); it should have used the widget it remembered", calls)
+	}
+	_, err = e.Create(t.Context(), mg)
+	if err == nil || !strings.Contains(err.Error(), "is not managed by a Widget in namespace team-a") {
+		t.Errorf("Create(...): want the tenancy error, got %v", err)
+	}
+	if diff := cmp.Diff([]string{"get widget"}, calls); diff != "" {
+		t.Errorf("Widget API calls: -want, +got:\n%s", diff)
+	}
+	list, err := env.Client(t, apitest.TokenA).ListKeys(t.Context(), widgetName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 0 {
+		t.Errorf("widget %s has %d keys after the refused create, want none", widgetName, len(list.Items))
 	}
 }

@@ -48,6 +48,13 @@ type API interface {
 	DeleteKey(ctx context.Context, widget, key string) error
 }
 
+// A RecentReader returns a widget as the provider read it moments ago, or
+// reads it (clients.Session.RecentWidget). Never use it to decide to create a
+// key.
+type RecentReader interface {
+	RecentWidget(ctx context.Context, name string) (*widgetapi.Widget, error)
+}
+
 // A SecretReader reads connection Secrets.
 type SecretReader interface {
 	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
@@ -68,13 +75,16 @@ func (c *connector[T]) Connect(ctx context.Context, mg T) (managed.TypedExternal
 	if err != nil {
 		return nil, err
 	}
-	return &external[T]{api: s, cache: c.cache, live: c.live, record: c.record}, nil
+	return &external[T]{api: s, recent: s, cache: c.cache, live: c.live, record: c.record}, nil
 }
 
 // external manages one WidgetKey's key. Its API is a clients.Session, which
 // handles rate limiting for every call.
 type external[T commonv1beta1.WidgetKeyResource] struct {
 	api API
+	// recent, when set, is how Observe reads the key's widget: a widget
+	// read moments ago is not read again. Create always reads it.
+	recent RecentReader
 	// cache reads connection Secrets from the API server or from the
 	// memory of recent reads and writes (mrsetup.Env.Secrets); live reads
 	// the API server, to confirm a Secret cache does not show before
@@ -82,9 +92,6 @@ type external[T commonv1beta1.WidgetKeyResource] struct {
 	cache, live SecretReader
 	record      event.Recorder
 
-	// widget is the key's widget as Observe found it, when it exists and
-	// is within the resource's reach: Create creates keys only on it.
-	widget *widgetapi.Widget
 	// lost is set by Observe when the key exists but its secret never
 	// reached the connection Secret: Create revokes it first.
 	lost bool
@@ -111,7 +118,7 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		}
 		return managed.ExternalObservation{}, errors.New("the key's widget is not known yet: set spec.forProvider.widgetName, or a widgetNameRef/widgetNameSelector that matches a Widget")
 	}
-	w, err := e.api.GetWidget(ctx, widget)
+	w, err := e.observeWidget(ctx, widget)
 	if widgetapi.IsNotFound(err) {
 		// A key does not outlive its widget.
 		return managed.ExternalObservation{}, nil
@@ -126,20 +133,16 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		return managed.ExternalObservation{}, nil
 	}
 	if !reach && !meta.WasDeleted(mg) {
-		return managed.ExternalObservation{}, errors.Errorf("widget %s is not managed by a Widget in namespace %s, and a namespaced WidgetKey can hold keys only of widgets that a managed resource in its own namespace manages (an Observe-only import does not count): reference a Widget of this namespace with widgetNameRef or widgetNameSelector, or manage the widget with a Widget in this namespace first", widget, mg.GetNamespace())
+		return managed.ExternalObservation{}, outOfReach(mg, widget)
 	}
 
 	if reach && unborn(mg) {
-		// Nothing to read: Create makes the key on the widget just read.
-		e.widget = w
+		// Nothing to read: Create makes the key.
 		return managed.ExternalObservation{}, nil
 	}
 
 	k, err := e.api.GetKey(ctx, widget, name)
 	if widgetapi.IsNotFound(err) {
-		if reach {
-			e.widget = w
-		}
 		return managed.ExternalObservation{}, nil
 	}
 	if err != nil {
@@ -166,7 +169,7 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		}
 		recorded = secret
 		if !has && names.Defaulted(mg) && createdBy(mg, k) {
-			e.widget, e.lost = w, true
+			e.lost = true
 			return managed.ExternalObservation{}, nil
 		}
 		if !has {
@@ -192,6 +195,21 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		cd[DetailEndpoint] = []byte(w.Endpoint)
 	}
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: cd}, nil
+}
+
+// observeWidget reads the key's widget for Observe: from the memory of
+// recent reads when there is one.
+func (e *external[T]) observeWidget(ctx context.Context, name string) (*widgetapi.Widget, error) {
+	if e.recent != nil {
+		return e.recent.RecentWidget(ctx, name)
+	}
+	return e.api.GetWidget(ctx, name)
+}
+
+// outOfReach is the error for a namespaced WidgetKey whose widget no managed
+// resource of its namespace manages.
+func outOfReach(mg resource.Managed, widget string) error {
+	return errors.Errorf("widget %s is not managed by a Widget in namespace %s, and a namespaced WidgetKey can hold keys only of widgets that a managed resource in its own namespace manages (an Observe-only import does not count): reference a Widget of this namespace with widgetNameRef or widgetNameSelector, or manage the widget with a Widget in this namespace first", widget, mg.GetNamespace())
 }
 
 // unborn reports whether mg is a new, fully managed key under the name the
@@ -264,14 +282,23 @@ func keyOf(ctx context.Context, r SecretReader, key types.NamespacedName) ([]byt
 	return s.Data[DetailKey], nil
 }
 
-// Create creates the key, marked as this resource's, on the widget Observe
-// found within reach, and returns its secret as connection details. A key
+// Create creates the key, marked as this resource's, and returns its secret
+// as connection details. It reads the widget from the Widget API first,
+// never from memory, and creates the key only when the widget is within the
+// resource's reach now: this is the check that hands out a secret. A key
 // whose secret was lost is revoked first: the Widget API never reveals a
 // secret again, so only a new key is of use.
 func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreation, error) {
 	name, widget := meta.GetExternalName(mg), mg.GetWidgetName()
-	if e.widget == nil || e.widget.Name != widget {
+	w, err := e.api.GetWidget(ctx, widget)
+	if widgetapi.IsNotFound(err) {
 		return managed.ExternalCreation{}, errors.Errorf("widget %s does not exist (yet); the key is created once it does", widget)
+	}
+	if err != nil {
+		return managed.ExternalCreation{}, errors.Wrap(err, "cannot get the key's widget")
+	}
+	if !names.Reaches(mg, w.Labels) {
+		return managed.ExternalCreation{}, outOfReach(mg, widget)
 	}
 	if e.lost {
 		if err := e.api.DeleteKey(ctx, widget, name); err != nil && !widgetapi.IsNotFound(err) {
@@ -299,10 +326,10 @@ func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreatio
 		DetailKeyName: []byte(name),
 		DetailWidget:  []byte(widget),
 	}
-	if e.widget.Endpoint != "" {
+	if w.Endpoint != "" {
 		// As Observe publishes them: the next reconcile then finds the
 		// Secret as it wants it, and does not write it again.
-		cd[DetailEndpoint] = []byte(e.widget.Endpoint)
+		cd[DetailEndpoint] = []byte(w.Endpoint)
 	}
 	return managed.ExternalCreation{ConnectionDetails: cd}, nil
 }
