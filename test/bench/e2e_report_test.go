@@ -141,6 +141,7 @@ func (r *e2eRun) details(t *testing.T, b *bench, e *e2eEnv) string {
 	}
 	r.writeCPU(w)
 	r.writeWork(w, e)
+	r.writeWrites(w)
 	if r.mixed() {
 		r.writeKindWork(w)
 	}
@@ -411,4 +412,38 @@ func flagsNote(name, what string) string {
 		return fmt.Sprintf(" %s with `%s` (`%s`)", what, strings.TrimSpace(a), name)
 	}
 	return ""
+}
+
+// writeWrites writes what the writes to managed resources, XRs and claims
+// did, by client: how many changed their object and how many changed
+// nothing (WIDGET_AUDIT_BODIES=1 runs only).
+func (r *e2eRun) writeWrites(w func(string, ...any)) {
+	if len(r.writes) == 0 {
+		return
+	}
+	per := func(v int) float64 { return float64(v) / float64(r.n) }
+	w("Writes to managed resources, XRs and claims per %s, from kube-apiserver's audit log with request and response bodies\n", r.unit())
+	w("(`WIDGET_AUDIT_BODIES=1`): a write changed its object when the object's resourceVersion after it differs from the one after the\n")
+	w("object's previous write; refused are 4xx/5xx answers (409 conflicts, mostly). The whole run, steady window included.\n\n")
+	w("| client | resource | verb | changed | changed nothing | refused |\n| --- | --- | --- | ---: | ---: | ---: |\n")
+	for _, x := range r.writes {
+		res := x.Resource
+		if x.Subresource != "" {
+			res += "/" + x.Subresource
+		}
+		w("| %s | %s | %s | %.2f | %.2f | %.2f |\n", shortUser(x.User), res, x.Verb, per(x.Changed), per(x.Unchanged), per(x.Failed))
+	}
+	w("\n")
+}
+
+// shortUser names a ServiceAccount by its name, with a package revision's
+// hash left out.
+func shortUser(u string) string {
+	u = u[strings.LastIndex(u, ":")+1:]
+	for _, p := range []string{"provider-widget", "function-widget"} {
+		if strings.Contains(u, p) {
+			return p
+		}
+	}
+	return u
 }

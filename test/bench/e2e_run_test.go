@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"os"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/widgetco/crossplane-widget/test/harness"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 )
 
@@ -37,6 +39,9 @@ type e2eRun struct {
 	apisrvSty              metricDelta
 	widgetAPI              map[string]float64
 	widgetAPISty           float64
+	// writes are what every write to a managed resource, XR or claim did,
+	// from kube-apiserver's audit log (WIDGET_AUDIT_BODIES=1 only).
+	writes []harness.Writes
 }
 
 // kindRun is how the objects of one kind fared in a run.
@@ -141,6 +146,13 @@ func (e *e2eEnv) run(t *testing.T, n int, steady time.Duration, mix []*e2eKind) 
 		if k.kind.gvk == gvkClaim {
 			k.xrLag = e.xrWatchLag(ctx, t, tl)
 		}
+	}
+	if os.Getenv("WIDGET_AUDIT_BODIES") != "" {
+		w, err := e.h.Writes()
+		if err != nil {
+			t.Errorf("cannot count writes from the audit log: %v", err)
+		}
+		r.writes = w
 	}
 	return r
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -24,6 +25,37 @@ rules:
   userGroups: ["system:serviceaccounts"]
 - level: None
 `
+
+// auditBodiesPolicy is auditPolicy that also records the request and
+// response bodies of every write a ServiceAccount makes to a managed
+// resource, an XR or a claim of this project's APIs, so that what each write
+// changed can be read from the log (docs/convergence.md). Set
+// WIDGET_AUDIT_BODIES=1 to use it; the log grows by a few kilobytes per
+// write.
+const auditBodiesPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: RequestResponse
+  userGroups: ["system:serviceaccounts"]
+  verbs: ["create", "update", "patch"]
+  resources:
+  - group: widget.m.widgetco.io
+  - group: widget.widgetco.io
+  - group: platform.widgetco.io
+  - group: legacy.platform.widgetco.io
+- level: Metadata
+  userGroups: ["system:serviceaccounts"]
+- level: None
+`
+
+// policy returns the audit policy the environment asks for.
+func policy() string {
+	if os.Getenv("WIDGET_AUDIT_BODIES") != "" {
+		return auditBodiesPolicy
+	}
+	return auditPolicy
+}
 
 // maxAuditLine bounds one audit event the parser reads.
 const maxAuditLine = 1 << 20
@@ -114,12 +146,45 @@ type auditEvent struct {
 	} `json:"objectRef"`
 	ResponseStatus struct{ Code int } `json:"responseStatus"`
 	Received       time.Time          `json:"requestReceivedTimestamp"`
+	// ResponseObject is recorded for the writes auditBodiesPolicy selects.
+	ResponseObject *struct {
+		Metadata struct {
+			Name            string `json:"name"`
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	} `json:"responseObject"`
 }
 
 // eachAuditEvent calls fn with each event of kube-apiserver's audit log
 // whose line contains every string in must (a cheap filter before parsing).
+// kube-apiserver rotates its audit log at 100 MB (a long benchmark writes
+// several); the rotated files are read first, oldest first.
 func (h *Harness) eachAuditEvent(must []string, fn func(auditEvent)) error {
-	f, err := os.Open(h.auditLog())
+	files, err := h.auditLogs()
+	if err != nil {
+		return err
+	}
+	for _, name := range files {
+		if err := eachAuditEventIn(name, must, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// auditLogs returns the audit log's files, oldest first: the rotated ones
+// (named after the time they were rotated), then the current one.
+func (h *Harness) auditLogs() ([]string, error) {
+	rotated, err := filepath.Glob(strings.TrimSuffix(h.auditLog(), ".log") + "-*.log")
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot list kube-apiserver's audit logs")
+	}
+	sort.Strings(rotated)
+	return append(rotated, h.auditLog()), nil
+}
+
+func eachAuditEventIn(name string, must []string, fn func(auditEvent)) error {
+	f, err := os.Open(name) //nolint:gosec // The harness's own log.
 	if err != nil {
 		return errors.Wrap(err, "cannot read kube-apiserver's audit log")
 	}
@@ -139,7 +204,7 @@ lines:
 		}
 		fn(e)
 	}
-	return errors.Wrap(sc.Err(), "cannot read kube-apiserver's audit log")
+	return errors.Wrapf(sc.Err(), "cannot read kube-apiserver's audit log %s", name)
 }
 
 // ExpectRollout marks the time from now until done is called as a package
@@ -201,5 +266,81 @@ func (h *Harness) EventCreates() ([]EventCreates, error) {
 		out = append(out, *c)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].User < out[j].User })
+	return out, nil
+}
+
+// Writes counts one client's writes of one kind of object (its resource and
+// subresource, by verb) and what they did. A write changed its object when
+// the object's resourceVersion after it differs from the one after the
+// object's previous write; a write that left it as it was changed nothing
+// (server-side apply of what is already there, an update with equal
+// content).
+type Writes struct {
+	User        string
+	Resource    string // group/resource, or resource for the core group
+	Subresource string
+	Verb        string
+	Changed     int
+	Unchanged   int
+	// Failed were refused (a 4xx or 5xx answer: 409 conflicts, mostly).
+	Failed int
+}
+
+// Writes reads what every write a ServiceAccount made to a managed
+// resource, XR or claim did, from kube-apiserver's audit log: it needs the
+// log written with WIDGET_AUDIT_BODIES=1 (see auditBodiesPolicy). A write
+// whose object's earlier state the log does not show counts as a change.
+func (h *Harness) Writes() ([]Writes, error) {
+	type object struct{ group, resource, namespace, name string }
+	type kind struct{ user, resource, subresource, verb string }
+	last := map[object]string{}
+	by := map[kind]*Writes{}
+	err := h.eachAuditEvent([]string{`"level":"RequestResponse"`}, func(e auditEvent) {
+		switch e.Verb {
+		case "create", "update", "patch":
+		default:
+			return
+		}
+		r := e.ObjectRef
+		res := r.Resource
+		if r.APIGroup != "" {
+			res = r.APIGroup + "/" + r.Resource
+		}
+		k := kind{user: e.User.Username, resource: res, subresource: r.Subresource, verb: e.Verb}
+		w, ok := by[k]
+		if !ok {
+			w = &Writes{User: k.user, Resource: k.resource, Subresource: k.subresource, Verb: k.verb}
+			by[k] = w
+		}
+		if e.ResponseStatus.Code >= 300 || e.ResponseObject == nil {
+			w.Failed++
+			return
+		}
+		o := object{group: r.APIGroup, resource: r.Resource, namespace: r.Namespace, name: r.Name}
+		if o.name == "" {
+			o.name = e.ResponseObject.Metadata.Name // a create with generateName
+		}
+		rv := e.ResponseObject.Metadata.ResourceVersion
+		if prev, ok := last[o]; ok && prev == rv {
+			w.Unchanged++
+		} else {
+			w.Changed++
+		}
+		last[o] = rv
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Writes, 0, len(by))
+	for _, w := range by {
+		out = append(out, *w)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if n, m := a.Changed+a.Unchanged+a.Failed, b.Changed+b.Unchanged+b.Failed; n != m {
+			return n > m
+		}
+		return fmt.Sprint(a) < fmt.Sprint(b)
+	})
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,7 +28,12 @@ func TestAuditChecks(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(h.dir, "logs"), 0o750); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(h.auditLog(), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+	// The first lines went to a file kube-apiserver rotated.
+	rotated := filepath.Join(h.dir, "logs", "kube-apiserver-audit-2026-11-26T04-00-01.500.log")
+	if err := os.WriteFile(rotated, []byte(strings.Join(lines[:2], "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.auditLog(), []byte(strings.Join(lines[2:], "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
@@ -51,5 +57,59 @@ func TestAuditChecks(t *testing.T) {
 
 	if _, err := (&Harness{dir: t.TempDir()}).EventCreates(); err == nil {
 		t.Error("EventCreates() without an audit log: no error")
+	}
+}
+
+// TestWrites reads writes recorded with their bodies: which changed their
+// object and which left it as it was, across a rotated file.
+func TestWrites(t *testing.T) {
+	w := func(user, verb, name, sub string, code int, rv string) string {
+		body := ""
+		if rv != "" {
+			body = `,"responseObject":{"metadata":{"name":"` + name + `","resourceVersion":"` + rv + `"}}`
+		}
+		ref := `"resource":"widgetkeys","apiGroup":"widget.m.widgetco.io","namespace":"a"`
+		if name != "" && verb != "create" {
+			ref += `,"name":"` + name + `"`
+		}
+		if sub != "" {
+			ref += `,"subresource":"` + sub + `"`
+		}
+		return `{"level":"RequestResponse","verb":"` + verb + `","user":{"username":"` + user + `"},"objectRef":{` + ref + `},"responseStatus":{"code":` + fmt.Sprint(code) + `}` + body + `}`
+	}
+	rotated := []string{
+		w("core", "create", "k1", "", 201, "10"),
+		w("core", "patch", "k1", "", 200, "10"), // the same again: nothing changed
+		w("provider", "update", "k1", "status", 200, "11"),
+	}
+	current := []string{
+		w("core", "patch", "k1", "", 200, "11"),
+		w("provider", "update", "k1", "status", 409, ""),
+		w("provider", "update", "k1", "status", 200, "12"),
+		w("core", "patch", "k2", "", 200, "20"), // first seen: counted as a change
+		`{"level":"Metadata","verb":"patch","user":{"username":"core"},"objectRef":{"resource":"widgetkeys","name":"k1"},"responseStatus":{"code":200}}`,
+		w("core", "get", "k1", "", 200, "12"),
+	}
+	h := &Harness{dir: t.TempDir()}
+	if err := os.MkdirAll(filepath.Join(h.dir, "logs"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.dir, "logs", "kube-apiserver-audit-2026-11-26T04-00-01.500.log"), []byte(strings.Join(rotated, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.auditLog(), []byte(strings.Join(current, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.Writes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Writes{
+		{User: "core", Resource: "widget.m.widgetco.io/widgetkeys", Verb: "patch", Changed: 1, Unchanged: 2},
+		{User: "provider", Resource: "widget.m.widgetco.io/widgetkeys", Subresource: "status", Verb: "update", Changed: 2, Failed: 1},
+		{User: "core", Resource: "widget.m.widgetco.io/widgetkeys", Verb: "create", Changed: 1},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Writes(): -want, +got:\n%s", diff)
 	}
 }

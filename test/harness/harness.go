@@ -301,8 +301,8 @@ func (h *Harness) startControlPlane(_ context.Context) error {
 		return err
 	}
 	h.kubeconfig = filepath.Join(h.dir, "kubeconfig")
-	policy := filepath.Join(h.dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+	policyFile := filepath.Join(h.dir, "audit-policy.yaml")
+	if err := os.WriteFile(policyFile, []byte(policy()), 0o600); err != nil {
 		return errors.Wrap(err, "cannot write kube-apiserver's audit policy")
 	}
 	env, err := kube.Start(kube.Options{
@@ -314,7 +314,7 @@ func (h *Harness) startControlPlane(_ context.Context) error {
 		Scheme:       scheme(),
 		QPS:          50,
 		Burst:        100,
-		AuditPolicy:  policy,
+		AuditPolicy:  policyFile,
 		AuditLog:     h.auditLog(),
 		CertDir:      filepath.Join(h.dir, "kube-apiserver"),
 		ServiceCIDR:  ServiceCIDR,
