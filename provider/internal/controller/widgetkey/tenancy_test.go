@@ -2,6 +2,7 @@ package widgetkey
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -187,13 +188,7 @@ func TestTenancy(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			env := apitest.Start(t)
 			seedAPI := env.Client(t, apitest.TokenA)
-			var mu sync.Mutex
-			var calls []string
-			api := env.Client(t, apitest.TokenA, widgetapi.WithObserver(func(op string, _ int, _ time.Duration) {
-				mu.Lock()
-				defer mu.Unlock()
-				calls = append(calls, op)
-			}))
+			api, calls := recordingClient(t, env)
 			var mg commonv1beta1.WidgetKeyResource = newNamespaced()
 			if tc.cluster {
 				mg = newCluster()
@@ -248,7 +243,7 @@ func TestTenancy(t *testing.T) {
 					}
 				}
 			}
-			if diff := cmp.Diff(tc.want.calls, calls); diff != "" {
+			if diff := cmp.Diff(tc.want.calls, calls()); diff != "" {
 				t.Errorf("%s\nWidget API calls: -want, +got:\n%s", tc.reason, diff)
 			}
 			// A key is shown when Observe filled in what only reading it
@@ -293,13 +288,7 @@ func (r rememberedWidget) RecentWidget(_ context.Context, name string) (*widgeta
 func TestCreateReadsTheWidgetAgain(t *testing.T) {
 	env := apitest.Start(t)
 	seedWidget(t, env.Client(t, apitest.TokenA), widgetapi.StateReady, widgetOfTeamB)
-	var mu sync.Mutex
-	var calls []string
-	api := env.Client(t, apitest.TokenA, widgetapi.WithObserver(func(op string, _ int, _ time.Duration) {
-		mu.Lock()
-		defer mu.Unlock()
-		calls = append(calls, op)
-	}))
+	api, calls := recordingClient(t, env)
 	mg := newNamespaced()
 	for _, m := range []mod{unbornName(), forWidget(widgetName)} {
 		m(mg)
@@ -311,14 +300,14 @@ func TestCreateReadsTheWidgetAgain(t *testing.T) {
 	if err != nil || o.ResourceExists {
 		t.Fatalf("Observe(...): want a key to create and no error (the memory says the widget is team-a's), got exists=%t, %v", o.ResourceExists, err)
 	}
-	if len(calls) != 0 {
-		t.Errorf("Observe(...) called the Widget API (%v); it should have used the widget it remembered", calls)
+	if len(calls()) != 0 {
+		t.Errorf("Observe(...) called the Widget API (%v); it should have used the widget it remembered", calls())
 	}
 	_, err = e.Create(t.Context(), mg)
 	if err == nil || !strings.Contains(err.Error(), "is not managed by a Widget in namespace team-a") {
 		t.Errorf("Create(...): want the tenancy error, got %v", err)
 	}
-	if diff := cmp.Diff([]string{"get widget"}, calls); diff != "" {
+	if diff := cmp.Diff([]string{"get widget"}, calls()); diff != "" {
 		t.Errorf("Widget API calls: -want, +got:\n%s", diff)
 	}
 	list, err := env.Client(t, apitest.TokenA).ListKeys(t.Context(), widgetName)
@@ -327,5 +316,23 @@ func TestCreateReadsTheWidgetAgain(t *testing.T) {
 	}
 	if len(list.Items) != 0 {
 		t.Errorf("widget %s has %d keys after the refused create, want none", widgetName, len(list.Items))
+	}
+}
+
+// recordingClient returns a client of env and a function that returns the
+// Widget API operations the client has called so far.
+func recordingClient(t *testing.T, env *apitest.Env) (*widgetapi.Client, func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var calls []string
+	api := env.Client(t, apitest.TokenA, widgetapi.WithObserver(func(op string, _ int, _ time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, op)
+	}))
+	return api, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(calls)
 	}
 }
