@@ -141,11 +141,15 @@ func slimTypedRef(r *xpv2.TypedReference) {
 	r.APIVersion, r.Kind = intern(r.APIVersion), intern(r.Kind)
 }
 
-// maxStrings bounds the shared strings. Only strings of which a cluster has
-// few are shared (keys, kinds, reasons), so the bound is never reached in
-// practice; it keeps objects with, say, annotation keys made unique on
-// purpose from growing the table forever. Beyond it, strings are not shared.
-const maxStrings = 1 << 16
+// maxStrings and maxStringLen bound the shared strings. Only strings of
+// which a cluster has few are shared (keys, kinds, reasons), so the bounds
+// are never reached in practice; they keep objects with, say, annotation keys
+// made unique on purpose from growing the table beyond 4 MiB. Strings beyond
+// them are not shared.
+const (
+	maxStrings   = 1 << 16
+	maxStringLen = 64
+)
 
 var strs = newInterner(maxStrings)
 
@@ -163,7 +167,7 @@ type interner struct {
 func newInterner(limit int) *interner { return &interner{m: map[string]string{}, limit: limit} }
 
 func (in *interner) intern(s string) string {
-	if s == "" {
+	if s == "" || len(s) > maxStringLen {
 		return s
 	}
 	in.mu.RLock()

@@ -3,6 +3,7 @@ package slim
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"reflect"
 	"runtime"
 	"testing"
@@ -285,6 +286,10 @@ func TestInternerLimit(t *testing.T) {
 	}
 	if got := in.intern(""); got != "" {
 		t.Errorf("intern(\"\") = %q", got)
+	}
+	long := strings.Repeat("k", maxStringLen+1)
+	if got := newInterner(2).intern(long); !same(got, long) {
+		t.Error("a string longer than maxStringLen was copied into the table")
 	}
 }
 
