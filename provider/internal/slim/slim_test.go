@@ -3,9 +3,9 @@ package slim
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
