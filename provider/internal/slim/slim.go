@@ -18,6 +18,8 @@
 package slim
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -221,27 +223,23 @@ var labelSets = struct {
 // sharedLabels returns the shared copy of a ProviderConfigUsage's labels:
 // crossplane-runtime labels each with the name and kind of its
 // ProviderConfig, so all the usages of one ProviderConfig have equal labels.
-// Labels of any other shape get their keys shared only.
+// Labels of any other shape stay as slimMeta left them (their keys shared).
+// Transform calls slimMeta first, so the map kept here has shared keys.
 func sharedLabels(l map[string]string) map[string]string {
 	if len(l) == 0 || len(l) > 2 {
-		return internKeys(l)
+		return l // keys already shared by slimMeta
 	}
-	keys := make([]string, 0, 2*len(l))
-	for k, v := range l {
-		keys = append(keys, k, v)
+	var id strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(l)) {
+		id.WriteString(k + "\x00" + l[k] + "\x00")
 	}
-	if len(keys) == 4 && keys[0] > keys[2] {
-		keys[0], keys[1], keys[2], keys[3] = keys[2], keys[3], keys[0], keys[1]
-	}
-	id := strings.Join(keys, "\x00")
 	labelSets.Lock()
 	defer labelSets.Unlock()
-	if m, ok := labelSets.m[id]; ok {
+	if m, ok := labelSets.m[id.String()]; ok {
 		return m
 	}
-	m := internKeys(l)
 	if len(labelSets.m) < maxLabelSets {
-		labelSets.m[id] = m
+		labelSets.m[id.String()] = l
 	}
-	return m
+	return l
 }
