@@ -198,17 +198,15 @@ func internPtr(p *string) {
 	}
 }
 
-// internKeys returns m with shared keys (values are left alone: they are
-// often unique). A nil or empty map is returned as it is.
+// internKeys gives m shared keys, in place (values are left alone: they
+// are often unique), and returns it. Assigning to a key a map already holds
+// stores the key given, so no map is rebuilt: the informer runs Transform on
+// every watch event, and a rebuilt map was most of its garbage.
 func internKeys(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return m
-	}
-	out := make(map[string]string, len(m))
 	for k, v := range m {
-		out[intern(k)] = v
+		m[intern(k)] = v
 	}
-	return out
+	return m
 }
 
 // maxLabelSets bounds the shared labels maps: one per ProviderConfig in use,
