@@ -6,8 +6,10 @@
 // the same in every object: annotation and label keys, the API version and
 // kind, the namespace, condition types, statuses and reasons, the
 // ProviderConfig reference, finalizers. Transform, the cache's transform,
-// replaces each of those with one shared copy, and gives the
-// ProviderConfigUsages of one ProviderConfig one shared labels map. Strings
+// replaces each of those with one shared copy. Label maps that many objects
+// have with equal content share one map too: the labels of the
+// ProviderConfigUsages of one ProviderConfig, and the labels in a Widget's
+// spec (one team's widgets usually carry the same). Strings
 // that differ between objects (names, UIDs, external names, messages, label
 // values) are left alone: sharing them would save nothing and cost an entry
 // each.
@@ -18,8 +20,8 @@
 package slim
 
 import (
+	"hash/maphash"
 	"maps"
-	"slices"
 	"strings"
 	"sync"
 
@@ -64,11 +66,11 @@ func Transform(in any) (any, error) {
 		ref := &x.ProviderConfigReference
 		ref.Name, ref.Kind = intern(ref.Name), intern(ref.Kind)
 		slimTypedRef(&x.ResourceReference)
-		x.Labels = sharedLabels(x.Labels)
+		x.Labels = labelMaps.share(x.Labels)
 	case *clusterv1alpha1.ProviderConfigUsage:
 		x.ProviderConfigReference.Name = intern(x.ProviderConfigReference.Name)
 		slimTypedRef(&x.ResourceReference)
-		x.Labels = sharedLabels(x.Labels)
+		x.Labels = labelMaps.share(x.Labels)
 	}
 	return in, nil
 }
@@ -95,7 +97,9 @@ func slimMeta(o metav1.Object) {
 
 // slimManaged shares what managed resources have in common: their
 // conditions' types, statuses and reasons, their management policies, and a
-// Widget's size, region and observed state and the keys of its labels.
+// Widget's size, region and observed state, the keys of its labels, and its
+// spec's label maps when other Widgets have equal ones (the observed labels
+// include the widget's own ownership marker, so they never equal another's).
 func slimManaged(mg resource.Managed) {
 	if cs := conditions(mg); cs != nil {
 		for i := range cs {
@@ -113,11 +117,11 @@ func slimManaged(mg resource.Managed) {
 	}
 	fp := w.GetWidgetParameters()
 	internPtr(fp.Size)
-	fp.Labels = internKeys(fp.Labels)
+	fp.Labels = labelMaps.share(internKeys(fp.Labels))
 	ip := w.GetWidgetInitParameters()
 	internPtr(ip.Region)
 	internPtr(ip.Size)
-	ip.Labels = internKeys(ip.Labels)
+	ip.Labels = labelMaps.share(internKeys(ip.Labels))
 	at := w.GetWidgetObservation()
 	at.State, at.Size, at.Region = intern(at.State), intern(at.Size), intern(at.Region)
 	at.Labels = internKeys(at.Labels)
@@ -209,35 +213,58 @@ func internKeys(m map[string]string) map[string]string {
 	return m
 }
 
-// maxLabelSets bounds the shared labels maps: one per ProviderConfig in use,
-// so only a cluster with more ProviderConfigs than this stops sharing.
-const maxLabelSets = 1024
+// maxMaps bounds the shared label maps, maxMapLen the entries of each: a
+// map is shared only with maps of equal content, so only a cluster with
+// more distinct label sets than this stops sharing new ones (and the table
+// holds at most maxMaps small maps, about 1.5 MiB).
+const (
+	maxMaps   = 4096
+	maxMapLen = 8
+)
 
-var labelSets = struct {
-	sync.Mutex
-	m map[string]map[string]string
-}{m: map[string]map[string]string{}}
+var labelMaps = newMapTable(maxMaps)
 
-// sharedLabels returns the shared copy of a ProviderConfigUsage's labels:
-// crossplane-runtime labels each with the name and kind of its
-// ProviderConfig, so all the usages of one ProviderConfig have equal labels.
-// Labels of any other shape stay as slimMeta left them (their keys shared).
-// Transform calls slimMeta first, so the map kept here has shared keys.
-func sharedLabels(l map[string]string) map[string]string {
-	if len(l) == 0 || len(l) > 2 {
-		return l // keys already shared by slimMeta
-	}
-	var id strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(l)) {
-		id.WriteString(k + "\x00" + l[k] + "\x00")
-	}
-	labelSets.Lock()
-	defer labelSets.Unlock()
-	if m, ok := labelSets.m[id.String()]; ok {
+// A mapTable hands out one shared copy of each small string map it is
+// given, by content, for up to limit maps.
+type mapTable struct {
+	mu    sync.Mutex
+	seed  maphash.Seed
+	m     map[uint64][]map[string]string
+	n     int
+	limit int
+}
+
+func newMapTable(limit int) *mapTable {
+	return &mapTable{seed: maphash.MakeSeed(), m: map[uint64][]map[string]string{}, limit: limit}
+}
+
+// share returns the shared map equal to m, or m itself (then shared from
+// now on, unless the table is full). Maps that are empty or larger than
+// maxMapLen, or have a key or value longer than maxStringLen, are returned
+// as they are.
+func (t *mapTable) share(m map[string]string) map[string]string {
+	if len(m) == 0 || len(m) > maxMapLen {
 		return m
 	}
-	if len(labelSets.m) < maxLabelSets {
-		labelSets.m[id.String()] = l
+	var sum uint64
+	for k, v := range m {
+		if len(k) > maxStringLen || len(v) > maxStringLen {
+			return m
+		}
+		// Summed, so the order of the entries does not matter.
+		sum += maphash.String(t.seed, k) ^ (maphash.String(t.seed, v) * 31)
 	}
-	return l
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, c := range t.m[sum] {
+		if maps.Equal(c, m) {
+			return c
+		}
+	}
+	if t.n >= t.limit {
+		return m
+	}
+	t.m[sum] = append(t.m[sum], m)
+	t.n++
+	return m
 }

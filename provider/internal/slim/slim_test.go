@@ -3,6 +3,7 @@ package slim
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"runtime"
 	"strings"
@@ -251,6 +252,13 @@ func TestTransformShares(t *testing.T) {
 	}
 	strs.mu.RUnlock()
 
+	if mapOf(a.Spec.ForProvider.Labels) != mapOf(b.Spec.ForProvider.Labels) {
+		t.Error("two Widgets with equal spec labels have two maps after Transform, want one")
+	}
+	if mapOf(a.Status.AtProvider.Labels) == mapOf(b.Status.AtProvider.Labels) {
+		t.Error("two Widgets with different observed labels share a map")
+	}
+
 	u1 := decode(t, nsUsage(1)).(*nsv1alpha1.ProviderConfigUsage)
 	u2 := decode(t, nsUsage(2)).(*nsv1alpha1.ProviderConfigUsage)
 	for _, o := range []client.Object{u1, u2} {
@@ -258,7 +266,7 @@ func TestTransformShares(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if reflect.ValueOf(u1.Labels).UnsafePointer() != reflect.ValueOf(u2.Labels).UnsafePointer() {
+	if mapOf(u1.Labels) != mapOf(u2.Labels) {
 		t.Error("two ProviderConfigUsages of one ProviderConfig have two labels maps after Transform, want one")
 	}
 	u3 := decode(t, nsUsage(3)).(*nsv1alpha1.ProviderConfigUsage)
@@ -268,6 +276,53 @@ func TestTransformShares(t *testing.T) {
 	}
 	if u3.Labels[xpv2.LabelKeyProviderName] != "other" {
 		t.Errorf("a usage of another ProviderConfig got labels %v", u3.Labels)
+	}
+}
+
+func mapOf(m map[string]string) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer() }
+
+func TestMapTable(t *testing.T) {
+	tab := newMapTable(2)
+	a := map[string]string{"team": "a", "env": "prod"}
+	if got := tab.share(a); mapOf(got) != mapOf(a) {
+		t.Fatal("the first map of its content was not kept as the shared one")
+	}
+	// Equal content, built in another order: the shared map.
+	if got := tab.share(map[string]string{"env": "prod", "team": "a"}); mapOf(got) != mapOf(a) {
+		t.Error("a map equal to a shared one: got a map of its own, want the shared one")
+	}
+	// Same keys and values, paired differently: not equal.
+	swapped := map[string]string{"team": "prod", "env": "a"}
+	if got := tab.share(swapped); mapOf(got) == mapOf(a) {
+		t.Errorf("share(%v) returned %v", swapped, got)
+	}
+	if tab.n != 2 {
+		t.Fatalf("table holds %d maps, want 2", tab.n)
+	}
+	// Full: new content is given back as it is, and not kept.
+	b := map[string]string{"team": "b"}
+	if got := tab.share(b); mapOf(got) != mapOf(b) || tab.n != 2 {
+		t.Errorf("share beyond the limit: table holds %d maps, want 2, and the map given back", tab.n)
+	}
+	if got := tab.share(map[string]string{"team": "b"}); mapOf(got) == mapOf(b) {
+		t.Error("a map offered when the table was full was kept")
+	}
+	// Maps that are not shared at all.
+	big := map[string]string{}
+	for i := range maxMapLen + 1 {
+		big[fmt.Sprint(i)] = "v"
+	}
+	long := map[string]string{"k": strings.Repeat("v", maxStringLen+1)}
+	for _, m := range []map[string]string{nil, {}, big, long} {
+		other := maps.Clone(m)
+		if got := newMapTable(10).share(m); mapOf(got) != mapOf(m) {
+			t.Errorf("share(%d entries) did not return its own map", len(m))
+		}
+		tb := newMapTable(10)
+		tb.share(m)
+		if got := tb.share(other); len(m) > 0 && mapOf(got) != mapOf(other) {
+			t.Errorf("a map of %d entries (or a long value) was shared, want it left alone", len(m))
+		}
 	}
 }
 

@@ -92,6 +92,7 @@ func TestRecountWritesOnlyChanges(t *testing.T) {
 			}
 			pc := &nsv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "default"}}
 			var writes []string
+			copied := 0 // usage lists that copied the cached usages
 			api := fake.NewClientBuilder().WithScheme(s).WithObjects(pc).WithStatusSubresource(pc).WithInterceptorFuncs(interceptor.Funcs{
 				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
 					if err := c.Get(ctx, key, o, opts...); err != nil {
@@ -101,6 +102,14 @@ func TestRecountWritesOnlyChanges(t *testing.T) {
 					// selects usages by the object's kind.
 					o.GetObjectKind().SetGroupVersionKind(nsv1alpha1.ProviderConfigGroupVersionKind)
 					return nil
+				},
+				List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
+					lo := &client.ListOptions{}
+					lo.ApplyOptions(opts)
+					if lo.UnsafeDisableDeepCopy == nil || !*lo.UnsafeDisableDeepCopy {
+						copied++
+					}
+					return c.List(ctx, l, opts...)
 				},
 				Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
 					writes = append(writes, "update")
@@ -125,9 +134,12 @@ func TestRecountWritesOnlyChanges(t *testing.T) {
 				if st.deleting {
 					markDeleted(t, api, key)
 				}
-				writes = nil
+				writes, copied = nil, 0
 				if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
 					t.Fatalf("step %d: Reconcile(...): %v", i, err)
+				}
+				if tc.skip && copied > 0 {
+					t.Errorf("%s\nstep %d: %d list(s) of usages copied the cache's objects, want none", tc.reason, i, copied)
 				}
 				if diff := cmp.Diff(st.want, writes); diff != "" {
 					t.Errorf("%s\nstep %d: writes: -want, +got:\n%s", tc.reason, i, diff)
