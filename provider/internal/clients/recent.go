@@ -2,9 +2,9 @@ package clients
 
 import (
 	"maps"
-	"sync"
 	"time"
 
+	"github.com/widgetco/crossplane-widget/provider/internal/ttlmap"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
@@ -27,21 +27,10 @@ import (
 // memory is never more than TTL old, and TTL is at most half a poll
 // interval, so every poll reads the widget.
 type RecentWidgets struct {
-	ttl time.Duration
-	now func() time.Time
-
-	mu sync.Mutex
-	m  map[recentKey]recentWidget
-	// swept is the number of entries after the last sweep.
-	swept int
+	m *ttlmap.Map[recentKey, widgetapi.Widget]
 }
 
 type recentKey struct{ conn, name string }
-
-type recentWidget struct {
-	w  widgetapi.Widget
-	at time.Time
-}
 
 // MaxRecentTTL bounds how long a widget is remembered.
 const MaxRecentTTL = 30 * time.Second
@@ -49,7 +38,7 @@ const MaxRecentTTL = 30 * time.Second
 // NewRecentWidgets returns a memory of widgets for resources polled every
 // poll: it remembers a widget for min(MaxRecentTTL, poll/2).
 func NewRecentWidgets(poll time.Duration) *RecentWidgets {
-	return &RecentWidgets{ttl: min(MaxRecentTTL, poll/2), now: time.Now, m: map[recentKey]recentWidget{}}
+	return &RecentWidgets{m: ttlmap.New[recentKey, widgetapi.Widget](min(MaxRecentTTL, poll/2))}
 }
 
 // Recall returns a copy of the widget name of connection conn, if it was
@@ -58,38 +47,22 @@ func (r *RecentWidgets) Recall(conn, name string) (*widgetapi.Widget, bool) {
 	if r == nil {
 		return nil, false
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, ok := r.m[recentKey{conn, name}]
-	if !ok || r.now().Sub(e.at) >= r.ttl {
+	w, ok := r.m.Get(recentKey{conn, name})
+	if !ok {
 		return nil, false
 	}
-	w := e.w
-	w.Labels = maps.Clone(e.w.Labels)
+	w.Labels = maps.Clone(w.Labels)
 	return &w, true
 }
 
 // Remember remembers a copy of w, as the Widget API returned it just now.
 func (r *RecentWidgets) Remember(conn string, w *widgetapi.Widget) {
-	if r == nil || r.ttl <= 0 || w == nil {
+	if r == nil || w == nil {
 		return
 	}
 	cp := *w
 	cp.Labels = maps.Clone(w.Labels)
-	now := r.now()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.m[recentKey{conn, w.Name}] = recentWidget{w: cp, at: now}
-	if len(r.m) > 2*r.swept+64 {
-		// Amortised: expired entries are dropped each time the memory
-		// doubles.
-		for k, e := range r.m {
-			if now.Sub(e.at) >= r.ttl {
-				delete(r.m, k)
-			}
-		}
-		r.swept = len(r.m)
-	}
+	r.m.Put(recentKey{conn, w.Name}, cp)
 }
 
 // Forget forgets the widget name of connection conn: it changed.
@@ -97,9 +70,7 @@ func (r *RecentWidgets) Forget(conn, name string) {
 	if r == nil {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.m, recentKey{conn, name})
+	r.m.Delete(recentKey{conn, name})
 }
 
 // ForgetConnection forgets every widget of connection conn.
@@ -107,11 +78,5 @@ func (r *RecentWidgets) ForgetConnection(conn string) {
 	if r == nil {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for k := range r.m {
-		if k.conn == conn {
-			delete(r.m, k)
-		}
-	}
+	r.m.DeleteFunc(func(k recentKey) bool { return k.conn == conn })
 }

@@ -2,7 +2,6 @@ package mrsetup
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
@@ -10,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/widgetco/crossplane-widget/provider/internal/ttlmap"
 )
 
 // Connection Secrets are read from the API server, never from an informer
@@ -45,24 +46,16 @@ func secretMemoTTL(poll time.Duration) time.Duration {
 // with options, goes to the wrapped client.
 type secretMemo struct {
 	client.Client
-	ttl time.Duration
-	now func() time.Time
 	// saved, when set, is told of each read answered from memory.
 	saved func()
 
-	mu sync.Mutex
-	m  map[types.NamespacedName]memoEntry
-	// swept is the number of entries after the last sweep of expired ones.
-	swept int
-}
-
-type memoEntry struct {
-	s  *corev1.Secret
-	at time.Time
+	// m holds the API server's answers, never changed once kept: they are
+	// copied in and out.
+	m *ttlmap.Map[types.NamespacedName, *corev1.Secret]
 }
 
 func newSecretMemo(c client.Client, ttl time.Duration) *secretMemo {
-	return &secretMemo{Client: c, ttl: ttl, now: time.Now, m: map[types.NamespacedName]memoEntry{}}
+	return &secretMemo{Client: c, m: ttlmap.New[types.NamespacedName, *corev1.Secret](ttl)}
 }
 
 func (c *secretMemo) Get(ctx context.Context, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
@@ -131,45 +124,28 @@ func (c *secretMemo) wrote(o client.Object, err error) error {
 // recall copies the remembered Secret key into s, if it was remembered less
 // than ttl ago and, when owner is set, is controlled by owner.
 func (c *secretMemo) recall(key types.NamespacedName, owner types.UID, s *corev1.Secret) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[key]
-	if !ok || c.now().Sub(e.at) >= c.ttl {
+	kept, ok := c.m.Get(key)
+	if !ok {
 		return false
 	}
-	if ref := metav1.GetControllerOf(e.s); owner != "" && (ref == nil || ref.UID != owner) {
+	if ref := metav1.GetControllerOf(kept); owner != "" && (ref == nil || ref.UID != owner) {
 		return false
 	}
-	e.s.DeepCopyInto(s)
+	kept.DeepCopyInto(s)
 	return true
 }
 
 func (c *secretMemo) remember(s *corev1.Secret) {
 	key := client.ObjectKeyFromObject(s)
-	if s.Type != resource.SecretTypeConnection || c.ttl <= 0 {
+	if s.Type != resource.SecretTypeConnection {
 		c.forget(key)
 		return
 	}
 	cp := s.DeepCopy()
 	cp.ManagedFields = nil
-	now := c.now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.m[key] = memoEntry{s: cp, at: now}
-	if len(c.m) > 2*c.swept+64 {
-		// Amortised: expired entries (of resources polled less often
-		// than ttl, or gone) are dropped each time the memory doubles.
-		for k, e := range c.m {
-			if now.Sub(e.at) >= c.ttl {
-				delete(c.m, k)
-			}
-		}
-		c.swept = len(c.m)
-	}
+	c.m.Put(key, cp)
 }
 
 func (c *secretMemo) forget(key types.NamespacedName) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, key)
+	c.m.Delete(key)
 }

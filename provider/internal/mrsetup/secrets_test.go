@@ -2,7 +2,6 @@ package mrsetup
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -173,7 +172,7 @@ func TestSecretMemo(t *testing.T) {
 			start := time.Now()
 			now := start
 			memo := newSecretMemo(api, tc.ttl)
-			memo.now = func() time.Time { return now }
+			memo.m.SetClock(func() time.Time { return now })
 			pub := managed.NewAPILocalSecretPublisher(memo, memoScheme(t))
 			secretKey := types.NamespacedName{Namespace: owner.GetNamespace(), Name: owner.GetWriteConnectionSecretToReference().Name}
 
@@ -241,32 +240,6 @@ func TestSecretMemoCopies(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string][]byte{"key": []byte("wks_1")}, second.Data); diff != "" {
 		t.Errorf("a remembered Secret changed with the copy a caller got: -want, +got:\n%s", diff)
-	}
-}
-
-// TestSecretMemoSweeps checks that the memory does not keep the Secrets of
-// resources that are gone: expired ones are dropped by the time the memory
-// has doubled.
-func TestSecretMemoSweeps(t *testing.T) {
-	start := time.Now()
-	now := start
-	memo := newSecretMemo(nil, memoTTL)
-	memo.now = func() time.Time { return now }
-	remember := func(prefix string, n int) {
-		for i := range n {
-			memo.remember(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("%s-%d", prefix, i)}, Type: resource.SecretTypeConnection})
-		}
-	}
-	remember("old", 1000)
-	now = start.Add(memoTTL)
-	remember("new", 1100)
-	if got := len(memo.m); got != 1100 {
-		t.Errorf("%d Secrets remembered after 1,000 expired and 1,100 were added, want 1,100: expired ones are kept", got)
-	}
-	for i := range 1100 {
-		if _, ok := memo.m[types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("new-%d", i)}]; !ok {
-			t.Fatalf("Secret new-%d, remembered just now, was dropped", i)
-		}
 	}
 }
 
