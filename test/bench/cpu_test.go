@@ -129,3 +129,28 @@ func TestProcParsers(t *testing.T) {
 		t.Errorf("cpuTime(self) = %s", got)
 	}
 }
+
+// samplePeakRSS samples the VmRSS of process pid every interval until the
+// returned func is called, which stops the sampling and returns the largest
+// sample in KiB (including one taken at that moment).
+func samplePeakRSS(pid int, interval time.Duration) func() int {
+	done, result := make(chan struct{}), make(chan int, 1)
+	go func() {
+		peak := rssOf(pid)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				result <- max(peak, rssOf(pid))
+				return
+			case <-t.C:
+				peak = max(peak, rssOf(pid))
+			}
+		}
+	}()
+	return func() int {
+		close(done)
+		return <-result
+	}
+}

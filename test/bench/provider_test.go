@@ -106,9 +106,10 @@ func providerSection(t *testing.T, b *bench) string {
 	w("ones the global rate limiter (`--max-reconcile-rate`) only deferred; *did work* counts the reconciles that\n")
 	w("read the widget (one GET each). The first flag set runs %d times (with its median), the others once.\n", runs)
 	w("RSS is the provider's VmRSS when all are Ready, and WIDGET_BENCH_SETTLE_SECONDS (%d) later with nothing\n", envInt("WIDGET_BENCH_SETTLE_SECONDS", 0))
-	w("changing (0: not measured), in MiB (earlier sections of this document wrote MB for the same MiB figures).\n\n")
-	w("| flags | run | all Ready | per Widget p50 | p90 | p99 | Widgets Ready/s | raw ConfigMap creates/s | provider / raw | raw Widget lifecycles/s | provider / raw lifecycles | reconciles/Widget | did work/Widget | kube-apiserver requests/Widget | Widget API requests/Widget | feed: queued / skipped | provider CPU | RSS (MiB) | RSS after settling (MiB) |\n")
-	w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	w("changing (0: not measured), in MiB (earlier sections of this document wrote MB for the same MiB figures);\n")
+	w("*peak RSS* is the largest of the samples taken every 500 ms from the provider's start until all were Ready.\n\n")
+	w("| flags | run | all Ready | per Widget p50 | p90 | p99 | Widgets Ready/s | raw ConfigMap creates/s | provider / raw | raw Widget lifecycles/s | provider / raw lifecycles | reconciles/Widget | did work/Widget | kube-apiserver requests/Widget | Widget API requests/Widget | feed: queued / skipped | provider CPU | RSS (MiB) | RSS after settling (MiB) | peak RSS (MiB) |\n")
+	w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, sc := range scs {
 		flags := sc.flags
 		if flags == "" {
@@ -121,13 +122,13 @@ func providerSection(t *testing.T, b *bench) string {
 			raw := float64(r.rawCreateCount) / r.rawCreate.Seconds()
 			life := fn / r.rawLifecycle.Seconds()
 			rates, raws, lifes, alls = append(rates, rate), append(raws, raw), append(lifes, life), append(alls, r.allReady.Seconds())
-			w("| `%s` | %d | %s | %s | %s | %s | %.1f | %.0f | %.2f%% | %.0f | %.1f%% | %.1f | %.2f | %.1f | %.1f | %.0f / %.0f | %.1f s | %.0f | %s |\n", flags, i+1,
+			w("| `%s` | %d | %s | %s | %s | %s | %.1f | %.0f | %.2f%% | %.0f | %.1f%% | %.1f | %.2f | %.1f | %.1f | %.0f / %.0f | %.1f s | %.0f | %s | %.0f |\n", flags, i+1,
 				secs(r.allReady), secs(quantile(r.toReady, .5)), secs(quantile(r.toReady, .9)), secs(quantile(r.toReady, .99)),
 				rate, raw, 100*rate/raw, life, 100*rate/life, r.reconciles/fn, r.apiGets/fn, r.kubeRequests/fn, r.apiTotal/fn,
-				r.feedEnqueues, r.feedSkips, r.cpu.Seconds(), float64(r.rssKB)/1024, settledRSS(r))
+				r.feedEnqueues, r.feedSkips, r.cpu.Seconds(), float64(r.rssKB)/1024, settledRSS(r), float64(r.rssPeakKB)/1024)
 		}
 		if len(sc.runs) > 1 {
-			w("| `%s` | median | %.2f s | | | | %.1f | %.0f | %.2f%% | %.0f | %.1f%% | | | | | | | | |\n", flags, medianF(alls), medianF(rates), medianF(raws), 100*medianF(rates)/medianF(raws), medianF(lifes), 100*medianF(rates)/medianF(lifes))
+			w("| `%s` | median | %.2f s | | | | %.1f | %.0f | %.2f%% | %.0f | %.1f%% | | | | | | | | | |\n", flags, medianF(alls), medianF(rates), medianF(raws), 100*medianF(rates)/medianF(raws), medianF(lifes), 100*medianF(rates)/medianF(lifes))
 		}
 	}
 	w("\n**Before and after** (measured on this machine on 2026-11-21, `--max-reconcile-rate=10`, N=100, one run each;\n")
@@ -141,7 +142,7 @@ func providerSection(t *testing.T, b *bench) string {
 	w("and 6.0 Widget API requests per Widget. The default `--max-reconcile-rate` is now 50 (the table's first row).\n")
 	if base != nil {
 		w("\nWith `WIDGET_BENCH_PROVIDER_BASELINE=%s`, the baseline ran right before each run of the first flag set, its ConfigMaps created the same way:\n\n", baseline)
-		w("| build | run | all Ready | Widgets Ready/s | raw ConfigMap creates/s | provider / raw | kube-apiserver requests/Widget | writes (PUT, PATCH, POST: objects, status, events)/Widget | Widget API requests/Widget | provider CPU |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		w("| build | run | all Ready | Widgets Ready/s | raw ConfigMap creates/s | provider / raw | kube-apiserver requests/Widget | writes (PUT, PATCH, POST: objects, status, events)/Widget | Widget API requests/Widget | provider CPU | RSS (MiB) | RSS after settling (MiB) | peak RSS (MiB) |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, sc := range []scenario{*base, scs[0]} {
 			name := "this build"
 			if sc.flags == "baseline" {
@@ -151,8 +152,8 @@ func providerSection(t *testing.T, b *bench) string {
 				fn := float64(r.n)
 				rate, raw := fn/r.allReady.Seconds(), float64(r.rawCreateCount)/r.rawCreate.Seconds()
 				writes := r.kubeByMethod["PUT"] + r.kubeByMethod["PATCH"] + r.kubeByMethod["POST"]
-				w("| %s | %d | %s | %.1f | %.0f | %.2f%% | %.2f | %.2f | %.2f | %.1f s |\n", name, i+1, secs(r.allReady), rate, raw, 100*rate/raw,
-					r.kubeRequests/fn, writes/fn, r.apiTotal/fn, r.cpu.Seconds())
+				w("| %s | %d | %s | %.1f | %.0f | %.2f%% | %.2f | %.2f | %.2f | %.1f s | %.0f | %s | %.0f |\n", name, i+1, secs(r.allReady), rate, raw, 100*rate/raw,
+					r.kubeRequests/fn, writes/fn, r.apiTotal/fn, r.cpu.Seconds(), float64(r.rssKB)/1024, settledRSS(r), float64(r.rssPeakKB)/1024)
 			}
 		}
 	}
@@ -302,6 +303,7 @@ type providerRun struct {
 	steadyRepairs  float64
 	rssKB          int // when all were Ready (and at the end of the steady window, if larger)
 	rssSettledKB   int // o.settle after all were Ready; 0: not measured
+	rssPeakKB      int // the largest of the samples taken every 500 ms from the provider's start to all Ready
 	rawCreate      time.Duration
 	rawCreateCount int
 	// rawLifecycle: the same clients writing n Widgets the way the
@@ -340,6 +342,7 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 	kubeBy0 := promSamples(metrics, "rest_client_requests_total").By("method")
 	kubeCalls0 := byMethodAndCode(promSamples(metrics, "rest_client_requests_total"))
 	cpu0 := cpuTime(pid)
+	peakRSS := samplePeakRSS(pid, 500*time.Millisecond)
 
 	readyAt := make(map[string]time.Time, n)
 	var mu sync.Mutex
@@ -381,6 +384,7 @@ func runProvider(t *testing.T, k *kubeEnv, bin string, o runOpts) providerRun {
 	}
 	mu.Unlock()
 	r.allReady = last.Sub(first)
+	r.rssPeakKB = peakRSS()
 	saveHeapProfile(t, p, ns)
 	r.cpu = cpuTime(pid) - cpu0
 	r.reconciles = promSum(metrics, "controller_runtime_reconcile_total")
