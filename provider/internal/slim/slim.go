@@ -215,8 +215,10 @@ func internKeys(m map[string]string) map[string]string {
 
 // maxMaps bounds the shared label maps, maxMapLen the entries of each: a
 // map is shared only with maps of equal content, so only a cluster with
-// more distinct label sets than this stops sharing new ones (and the table
-// holds at most maxMaps small maps, about 1.5 MiB).
+// more distinct label sets than this stops sharing new ones. The table's
+// maps are the cached objects' own; only those whose objects are gone cost
+// memory: at most maxMaps maps of maxMapLen entries of maxStringLen bytes,
+// under 6 MiB, however many label sets objects are made with.
 const (
 	maxMaps   = 4096
 	maxMapLen = 8
