@@ -26,13 +26,8 @@ import (
 // under way when the change was made may still be remembered after it); the
 // memory is never more than TTL old, and TTL is at most half a poll
 // interval, so every poll reads the widget.
-//
-// Only the widgets a reader asked for are remembered (a key's observation
-// asks for its widget at least once a poll, so interest is kept for two):
-// where no WidgetKey uses a widget, its reads cost no memory.
 type RecentWidgets struct {
-	m      *ttlmap.Map[recentKey, widgetapi.Widget]
-	wanted *ttlmap.Map[recentKey, struct{}]
+	m *ttlmap.Map[recentKey, widgetapi.Widget]
 }
 
 type recentKey struct{ conn, name string }
@@ -43,22 +38,16 @@ const MaxRecentTTL = 30 * time.Second
 // NewRecentWidgets returns a memory of widgets for resources polled every
 // poll: it remembers a widget for min(MaxRecentTTL, poll/2).
 func NewRecentWidgets(poll time.Duration) *RecentWidgets {
-	return &RecentWidgets{
-		m:      ttlmap.New[recentKey, widgetapi.Widget](min(MaxRecentTTL, poll/2)),
-		wanted: ttlmap.New[recentKey, struct{}](2 * poll),
-	}
+	return &RecentWidgets{m: ttlmap.New[recentKey, widgetapi.Widget](min(MaxRecentTTL, poll/2))}
 }
 
 // Recall returns a copy of the widget name of connection conn, if it was
-// remembered less than TTL ago. Either way the widget is remembered from now
-// on when read or written.
+// remembered less than TTL ago.
 func (r *RecentWidgets) Recall(conn, name string) (*widgetapi.Widget, bool) {
 	if r == nil {
 		return nil, false
 	}
-	k := recentKey{conn, name}
-	r.wanted.Put(k, struct{}{})
-	w, ok := r.m.Get(k)
+	w, ok := r.m.Get(recentKey{conn, name})
 	if !ok {
 		return nil, false
 	}
@@ -66,19 +55,14 @@ func (r *RecentWidgets) Recall(conn, name string) (*widgetapi.Widget, bool) {
 	return &w, true
 }
 
-// Remember remembers a copy of w, as the Widget API returned it just now,
-// if a reader asked for it lately (see Recall).
+// Remember remembers a copy of w, as the Widget API returned it just now.
 func (r *RecentWidgets) Remember(conn string, w *widgetapi.Widget) {
 	if r == nil || w == nil {
 		return
 	}
-	k := recentKey{conn, w.Name}
-	if _, ok := r.wanted.Get(k); !ok {
-		return
-	}
 	cp := *w
 	cp.Labels = maps.Clone(w.Labels)
-	r.m.Put(k, cp)
+	r.m.Put(recentKey{conn, w.Name}, cp)
 }
 
 // Forget forgets the widget name of connection conn: it changed.

@@ -30,21 +30,7 @@ func TestRecentWidgets(t *testing.T) {
 		steps  []step
 		// recall is what Recall("a", "web") finds after the steps.
 		recall bool
-		// unasked: nobody asked for the widget before the steps (the
-		// others Recall it through both connections first).
-		unasked bool
 	}{
-		"NotAsked": {
-			reason:  "A widget nobody asked for (no key uses it) is not remembered.",
-			poll:    10 * time.Minute,
-			steps:   []step{{do: "remember", conn: "a"}},
-			unasked: true,
-		},
-		"InterestExpired": {
-			reason: "A widget nobody asked for in two polls is not remembered.",
-			poll:   10 * time.Minute,
-			steps:  []step{{do: "wait", wait: 20 * time.Minute}, {do: "remember", conn: "a"}},
-		},
 		"Remembered": {
 			reason: "A widget read moments ago is recalled.",
 			poll:   10 * time.Minute,
@@ -88,11 +74,6 @@ func TestRecentWidgets(t *testing.T) {
 			r := NewRecentWidgets(tc.poll)
 			at := now
 			r.m.SetClock(func() time.Time { return at })
-			r.wanted.SetClock(func() time.Time { return at })
-			if !tc.unasked {
-				r.Recall("a", "web")
-				r.Recall("b", "web")
-			}
 			for _, s := range tc.steps {
 				switch s.do {
 				case "remember":
@@ -123,7 +104,6 @@ func TestRecentWidgets(t *testing.T) {
 func TestRecentWidgetsCopies(t *testing.T) {
 	r := NewRecentWidgets(time.Hour)
 	w := &widgetapi.Widget{Name: "web", Labels: map[string]string{"team": "a"}}
-	r.Recall("a", "web")
 	r.Remember("a", w)
 	w.Labels["team"] = "b"
 	got, _ := r.Recall("a", "web")

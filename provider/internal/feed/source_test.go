@@ -233,7 +233,6 @@ func TestChangeForgetsRecentWidget(t *testing.T) {
 	fs.waitPolled(t)
 
 	for _, r := range []struct{ conn, name string }{{"conn-a", "w1"}, {"conn-a", "w2"}, {"conn-b", "w1"}} {
-		recent.Recall(r.conn, r.name) // a key asks for it: remembered from now on
 		recent.Remember(r.conn, &widgetapi.Widget{Name: r.name})
 	}
 	describe(t, api, "w1", "changed")
