@@ -479,9 +479,13 @@ func TestResizingIsVisible(t *testing.T) {
 	e.providerConfig()
 	startProvider(t)
 	e.widget("grow")
-	w := e.waitReady("grow")
-	w.Spec.ForProvider.Size = ptr.To("large")
-	if err := e.kube.Update(e.ctx(), w); err != nil {
+	e.waitReady("grow")
+	// Retried on a conflict: the provider may still be writing it.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		w := e.getWidget("grow")
+		w.Spec.ForProvider.Size = ptr.To("large")
+		return e.kube.Update(e.ctx(), w)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually(60*time.Second, "Ready=False (Resizing) on the resource", func() (bool, string) {
