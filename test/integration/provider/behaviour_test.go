@@ -13,7 +13,6 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -153,13 +152,7 @@ func TestWidgetKeyConnectionSecret(t *testing.T) {
 	before := p.metric(saved, map[string]string{"kind": "WidgetKey.widget.m.widgetco.io"})
 	// The provider may still be writing the resource (its status): the
 	// change is retried on a conflict, as any client's would be.
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := e.kube.Get(e.ctx(), types.NamespacedName{Namespace: e.ns, Name: "ci"}, cur); err != nil {
-			return err
-		}
-		meta.AddAnnotations(cur, map[string]string{"example.org/touched": "yes"})
-		return e.kube.Update(e.ctx(), cur)
-	}); err != nil {
+	if err := e.update(cur, "ci", func() { meta.AddAnnotations(cur, map[string]string{"example.org/touched": "yes"}) }); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually(30*time.Second, "a reconcile that reads the connection Secret from memory", func() (bool, string) {

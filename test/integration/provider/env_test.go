@@ -21,7 +21,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/widgetco/crossplane-widget/apis"
@@ -125,6 +127,19 @@ func (e *env) create(o client.Object) {
 	if err := e.kube.Create(e.ctx(), o); err != nil {
 		e.t.Fatalf("cannot create %T %s: %v", o, o.GetName(), err)
 	}
+}
+
+// update reads o (named name, in the test's namespace) afresh, changes it
+// and writes it, retried on a conflict: the provider writes the same
+// objects, so a copy read moments ago may already be stale.
+func (e *env) update(o client.Object, name string, change func()) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := e.kube.Get(e.ctx(), types.NamespacedName{Namespace: e.ns, Name: name}, o); err != nil {
+			return err
+		}
+		change()
+		return e.kube.Update(e.ctx(), o)
+	})
 }
 
 // tokenSecret creates the Secret holding the Widget API token.

@@ -12,7 +12,6 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -358,11 +357,8 @@ func TestInitProviderIsUsedOnlyAtCreation(t *testing.T) {
 
 	// The provider writes the Widget too: retry until the API server judges
 	// the change rather than its resource version.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur := e.getWidget("placed")
-		cur.Spec.InitProvider.Region = ptr.To("us-east-1")
-		return e.kube.Update(e.ctx(), cur)
-	})
+	cur := &nsv1beta1.Widget{}
+	err = e.update(cur, "placed", func() { cur.Spec.InitProvider.Region = ptr.To("us-east-1") })
 	if !kerrors.IsInvalid(err) || !strings.Contains(err.Error(), "region is immutable") {
 		t.Errorf("changing spec.initProvider.region: got error %v, want it rejected as immutable", err)
 	}
@@ -480,12 +476,8 @@ func TestResizingIsVisible(t *testing.T) {
 	startProvider(t)
 	e.widget("grow")
 	e.waitReady("grow")
-	// Retried on a conflict: the provider may still be writing it.
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		w := e.getWidget("grow")
-		w.Spec.ForProvider.Size = ptr.To("large")
-		return e.kube.Update(e.ctx(), w)
-	}); err != nil {
+	w := &nsv1beta1.Widget{}
+	if err := e.update(w, "grow", func() { w.Spec.ForProvider.Size = ptr.To("large") }); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually(60*time.Second, "Ready=False (Resizing) on the resource", func() (bool, string) {
