@@ -38,8 +38,12 @@ func prose(md string) string {
 
 // figures returns every figure in the prose of md, in order.
 func figures(md string) []string {
-	var out []string
-	for _, m := range figure.FindAllStringSubmatch(prose(md), -1) {
+	ms := figure.FindAllStringSubmatch(prose(md), -1)
+	if len(ms) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(ms))
+	for _, m := range ms {
 		out = append(out, strings.Join(strings.Fields(m[1]), " "))
 	}
 	return out

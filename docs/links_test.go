@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -38,20 +39,13 @@ func anchors(md string) map[string]bool {
 		}
 		a := b.String()
 		if n := seen[a]; n > 0 {
-			out[a+"-"+itoa(n)] = true
+			out[a+"-"+strconv.Itoa(n)] = true
 		} else {
 			out[a] = true
 		}
 		seen[a]++
 	}
 	return out
-}
-
-func itoa(n int) string {
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return itoa(n/10) + string(rune('0'+n%10))
 }
 
 // TestRelativeLinksResolve fails when a relative link in README.md,
