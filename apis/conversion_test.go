@@ -2,6 +2,7 @@ package apis_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand"
 	"testing"
 
@@ -78,6 +79,25 @@ func filler(t *testing.T, seed int64) *randfill.Filler {
 			func(c *xpv2.Condition, r randfill.Continue) {
 				r.FillNoCustom(c)
 				c.LastTransitionTime = metav1.Unix(int64(r.Uint32()), 0)
+			},
+			// A v1beta1 Widget's initProvider size, labels and description
+			// travel in a v1alpha1 object's annotation, whose conversion
+			// back refuses what v1beta1's schema refuses: fill them with
+			// values the API server would store.
+			func(p *commonv1beta1.WidgetInitParameters, r randfill.Continue) {
+				r.FillNoCustom(p)
+				if p.Size != nil {
+					p.Size = ptr.To([]string{"small", "medium", "large"}[r.Intn(3)])
+				}
+				if p.Labels != nil {
+					p.Labels = map[string]string{}
+					for i := range r.Intn(4) {
+						p.Labels[fmt.Sprintf("k%d.example.com/l-%d", i, r.Intn(100))] = fmt.Sprintf("v %d", r.Uint32())
+					}
+				}
+				if p.Description != nil {
+					p.Description = ptr.To(fmt.Sprintf("description\t%d\n", r.Uint32()))
+				}
 			},
 		}
 	}

@@ -5,6 +5,15 @@
 // order upjet does: prioritized managed conversions (an identity copy), then
 // the paved conversions on the objects' unstructured form, then the other
 // managed conversions.
+//
+// upjet's field-conversions annotation (conversion.AnnotationKey) is where a
+// spoke (v1alpha1) object keeps the hub (v1beta1) fields it has no field for.
+// A hub object never needs it, and anyone who can write a hub object can
+// write any annotation, so ToHub and FromHub treat it as belonging to the
+// spoke alone: FromHub ignores the hub's copy and builds the spoke's from the
+// hub's fields, ToHub never leaves it on the hub. A hub object's annotation
+// therefore cannot make a conversion to the spoke fail: if it could, one
+// object would fail every list and watch of the spoke version, cluster-wide.
 package convert
 
 import (
@@ -85,24 +94,33 @@ func Run(srcObj, dstObj client.Object, cs []conversion.Conversion) error {
 }
 
 // ToHub converts the spoke src, of srcGVK, into hub, which must be an H of
-// hubGVK: the body of a spoke's ConvertTo.
+// hubGVK: the body of a spoke's ConvertTo. The hub never keeps the
+// field-conversions annotation: the conversions in cs restore what it holds
+// as fields (and must refuse what the hub's schema would refuse).
 func ToHub[H client.Object](src client.Object, srcGVK schema.GroupVersionKind, hub ctrlconversion.Hub, hubGVK schema.GroupVersionKind, cs []conversion.Conversion) error {
 	dst, ok := hub.(H)
 	if !ok {
 		return errors.Errorf("cannot convert a %s %s to %T", srcGVK.Version, srcGVK.Kind, hub)
 	}
 	s, d := Objects(src, srcGVK, dst, hubGVK)
-	return Run(s, d, cs)
+	if err := Run(s, d, cs); err != nil {
+		return err
+	}
+	removeAnnotation(d)
+	return nil
 }
 
 // FromHub converts hub, which must be an H of hubGVK, into the spoke dst, of
-// dstGVK: the body of a spoke's ConvertFrom.
+// dstGVK: the body of a spoke's ConvertFrom. The hub's field-conversions
+// annotation, which no conversion writes on a hub, is ignored: whatever its
+// content, the conversion does not read it and does not fail on it.
 func FromHub[H client.Object](hub ctrlconversion.Hub, hubGVK schema.GroupVersionKind, dst client.Object, dstGVK schema.GroupVersionKind, cs []conversion.Conversion) error {
 	src, ok := hub.(H)
 	if !ok {
 		return errors.Errorf("cannot convert %T to a %s %s", hub, dstGVK.Version, dstGVK.Kind)
 	}
 	s, d := Objects(client.Object(src), hubGVK, dst, dstGVK)
+	removeAnnotation(s)
 	return Run(s, d, cs)
 }
 
@@ -116,21 +134,16 @@ func Objects[S, D client.Object](src S, srcGVK schema.GroupVersionKind, dst D, d
 	return s, dst
 }
 
-// RemoveAnnotation returns a managed conversion from sourceVersion to
-// targetVersion that removes the annotation in which upjet's newly introduced
-// field conversion keeps the fields the source version lacks, once they are
-// restored: the target version has them as fields.
-func RemoveAnnotation(sourceVersion, targetVersion string) conversion.Conversion {
-	return conversion.NewCustomConverter(sourceVersion, targetVersion, func(_, target resource.Managed) error {
-		a := target.GetAnnotations()
-		if _, ok := a[conversion.AnnotationKey]; !ok {
-			return nil
-		}
-		delete(a, conversion.AnnotationKey)
-		if len(a) == 0 {
-			a = nil
-		}
-		target.SetAnnotations(a)
-		return nil
-	})
+// removeAnnotation removes upjet's field-conversions annotation from o, which
+// must be a copy the caller owns.
+func removeAnnotation(o client.Object) {
+	a := o.GetAnnotations()
+	if _, ok := a[conversion.AnnotationKey]; !ok {
+		return
+	}
+	delete(a, conversion.AnnotationKey)
+	if len(a) == 0 {
+		a = nil
+	}
+	o.SetAnnotations(a)
 }
