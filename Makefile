@@ -117,7 +117,7 @@ render-update: ## Regenerate the golden crossplane render output of the examples
 	eval "$$($(TOOLS) env)" && $(GO) test ./function -run TestRender -update
 
 .PHONY: bench
-bench: build ## Run the benchmarks and write docs/benchmarks.md (not part of make test; WIDGET_BENCH_N=1000 for the full provider run).
+bench: build ## Run the benchmarks and write _output/bench/benchmarks.md (not part of make test; WIDGET_BENCH_N=1000 for the full provider run).
 	$(GO) test -run '^$$' -bench . -benchmem ./widgetapi/server/ ./function/
 	$(TOOLS) all
 	eval "$$($(TOOLS) env)" && WIDGET_BENCH=1 $(GO) test -count=1 -timeout 30m -run TestBenchmarks -v ./test/bench/

@@ -64,11 +64,12 @@ func (b *bench) build(t *testing.T, _, pkg string) string {
 	return bin
 }
 
-// TestBenchmarks measures everything and writes docs/benchmarks.md and its
-// plots. It is a benchmark, not a test: it asserts nothing about speed.
-// WIDGET_BENCH_ONLY=provider,drift runs only those sections and then writes
-// to _output/bench/ unless WIDGET_BENCH_OUT says otherwise, so that a
-// partial run never replaces the published document.
+// TestBenchmarks measures everything and writes a report with its plots to
+// _output/bench/benchmarks.md (or WIDGET_BENCH_OUT). It is a benchmark, not a
+// test: it asserts nothing about speed. WIDGET_BENCH_ONLY=provider,drift runs
+// only those sections. docs/benchmarks.md is the curated current state: a
+// run's figures are carried there by hand, with their conditions, and the
+// run's report goes to docs/benchmarks-history.md.
 func TestBenchmarks(t *testing.T) {
 	if os.Getenv("WIDGET_BENCH") != "1" {
 		t.Skip("WIDGET_BENCH is not 1: benchmarks run with `make bench`")
@@ -84,12 +85,8 @@ func TestBenchmarks(t *testing.T) {
 		}
 	}
 	out := os.Getenv("WIDGET_BENCH_OUT")
-	switch {
-	case out != "":
-	case len(only) > 0:
+	if out == "" {
 		out = filepath.Join(root, "_output", "bench", "benchmarks.md")
-	default:
-		out = filepath.Join(root, "docs", "benchmarks.md")
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		t.Fatal(err)

@@ -1,5 +1,5 @@
-// Package bench measures function-widget and provider-widget and writes
-// docs/benchmarks.md (issue 7). Everything lives in its tests, which skip
+// Package bench measures function-widget and provider-widget and writes a
+// report for docs/benchmarks.md. Everything lives in its tests, which skip
 // unless WIDGET_BENCH=1, so `go test ./...` stays fast:
 //
 //	eval "$(bash hack/tools.sh env)"
@@ -41,10 +41,10 @@
 // after all claims are Ready, default 60), WIDGET_BENCH_E2E_CORE_ARGS and
 // WIDGET_BENCH_E2E_PROVIDER_ARGS (extra flags for Crossplane core and
 // provider-widget there, space separated),
-// WIDGET_BENCH_ONLY (comma-separated sections to run; the document then
-// goes to _output/bench/ unless WIDGET_BENCH_OUT is set),
+// WIDGET_BENCH_ONLY (comma-separated sections to run),
 // WIDGET_BENCH_LOGS (a directory that keeps the provider logs),
 // WIDGET_BENCH_SETTLE_SECONDS (how long after all Widgets of a provider
 // creation run are Ready its RSS is measured again, default 0: not),
-// WIDGET_BENCH_OUT (the document, default docs/benchmarks.md).
+// WIDGET_BENCH_OUT (the report, default _output/bench/benchmarks.md; the
+// curated docs/benchmarks.md is never written by a run).
 package bench
