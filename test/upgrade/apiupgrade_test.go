@@ -164,7 +164,7 @@ func TestAPIUpgrade(t *testing.T) {
 	// Watch the managed resources through the upgrade: none may lose Ready.
 	recorders := e.recordReady()
 
-	// Upgrade, as README's upgrade section says: the dependencies, then the
+	// Upgrade, as docs/install.md#upgrade says: the dependencies, then the
 	// Configuration.
 	begin = time.Now()
 	ref, err := platform.Release(ctx, h, root, tools.Crank, current, newVersion)
@@ -205,7 +205,7 @@ func TestAPIUpgrade(t *testing.T) {
 	e.waitReady(e.createV1beta1("new-beta")...)
 
 	// Migrate the stored objects to v1beta1, then drop v1alpha1 from the
-	// CRDs' storedVersions: README's upgrade procedure.
+	// CRDs' storedVersions: the procedure in docs/api-versions.md.
 	e.migrateStorage()
 
 	// The webhook down: v1alpha1 requests fail with a clear error,

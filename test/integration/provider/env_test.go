@@ -227,7 +227,7 @@ func (p *provider) metric(name string, labels map[string]string) float64 {
 }
 
 // defaultName is the external name the provider gives a namespaced resource
-// that names none, as the README documents: "<namespace>-<name>-<hash>", the
+// that names none, as docs/provider.md documents: "<namespace>-<name>-<hash>", the
 // hash being the first 8 hex digits of SHA-256("<namespace>/<name>") (for
 // names short enough not to be cut).
 func defaultName(ns, name string) string {
