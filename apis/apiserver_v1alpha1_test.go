@@ -220,6 +220,22 @@ func v1alpha1WriteCases() map[string]writeCase {
 			create:  nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetNameRef: &xpv2.NamespacedReference{Name: "w1", Namespace: "team-b"}}),
 			wantErr: ruleKeyRefLocal.Message,
 		},
+		"WidgetKeyReferenceIntoAnotherNamespaceWithSelector": {
+			reason: "A selector next to a reference into another namespace, without a widgetName, would make Crossplane follow the reference: it must be refused at admission.",
+			create: nsKey(namespacedv1alpha1.WidgetKeyParameters{
+				WidgetNameSelector: &xpv2.NamespacedSelector{MatchLabels: map[string]string{"a": "b"}},
+				WidgetNameRef:      &xpv2.NamespacedReference{Name: "w1", Namespace: "team-b"},
+			}),
+			wantErr: ruleKeyRefLocal.Message,
+		},
+		"WidgetKeySelectorReferenceNamespaceAdded": {
+			reason: "A selected key's reference cannot be pointed at another namespace by an update that leaves widgetName unset.",
+			create: nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetNameSelector: &xpv2.NamespacedSelector{MatchLabels: map[string]string{"a": "b"}}}),
+			update: func(o client.Object) {
+				o.(*namespacedv1alpha1.WidgetKey).Spec.ForProvider.WidgetNameRef = &xpv2.NamespacedReference{Name: "w1", Namespace: "team-b"}
+			},
+			wantErr: ruleKeyRefLocal.Message,
+		},
 		"WidgetKeySelectorIntoAnotherNamespace": {
 			reason:  "A WidgetKey cannot select a Widget in another namespace.",
 			create:  nsKey(namespacedv1alpha1.WidgetKeyParameters{WidgetNameSelector: &xpv2.NamespacedSelector{MatchLabels: map[string]string{"a": "b"}, Namespace: "team-b"}}),

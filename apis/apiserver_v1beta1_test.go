@@ -214,6 +214,23 @@ func v1beta1WriteCases() map[string]writeCase {
 			create:  nsKeyV1beta1(namespacedv1beta1.WidgetKeySpec{ForProvider: namespacedv1beta1.WidgetKeyParameters{WidgetNameRef: &xpv2.NamespacedReference{Name: "w1", Namespace: "team-b"}}}),
 			wantErr: ruleKeyRefLocal.Message,
 		},
+		"WidgetKeyWidgetNameSelected": {
+			reason: "Crossplane sets widgetName and a widgetNameRef with the Widget's namespace, in one update, when it resolves a selector.",
+			create: nsKeyV1beta1(namespacedv1beta1.WidgetKeySpec{ForProvider: namespacedv1beta1.WidgetKeyParameters{WidgetNameSelector: &xpv2.NamespacedSelector{MatchLabels: map[string]string{"a": "b"}}}}),
+			update: func(o client.Object) {
+				k := o.(*namespacedv1beta1.WidgetKey)
+				k.Spec.ForProvider.WidgetName = ptr.To("w1")
+				k.Spec.ForProvider.WidgetNameRef = &xpv2.NamespacedReference{Name: "w1", Namespace: testNamespace}
+			},
+		},
+		"WidgetKeyReferenceIntoAnotherNamespaceWithSelector": {
+			reason: "A selector next to a reference into another namespace, without a widgetName, would make Crossplane follow the reference: it must be refused at admission.",
+			create: nsKeyV1beta1(namespacedv1beta1.WidgetKeySpec{ForProvider: namespacedv1beta1.WidgetKeyParameters{
+				WidgetNameSelector: &xpv2.NamespacedSelector{MatchLabels: map[string]string{"a": "b"}},
+				WidgetNameRef:      &xpv2.NamespacedReference{Name: "w1", Namespace: "team-b"},
+			}}),
+			wantErr: ruleKeyRefLocal.Message,
+		},
 		"WidgetKeySelectorIntoAnotherNamespace": {
 			reason:  "A WidgetKey cannot select a Widget in another namespace.",
 			create:  nsKeyV1beta1(namespacedv1beta1.WidgetKeySpec{ForProvider: namespacedv1beta1.WidgetKeyParameters{WidgetNameSelector: &xpv2.NamespacedSelector{MatchLabels: map[string]string{"a": "b"}, Namespace: "team-b"}}}),

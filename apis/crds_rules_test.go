@@ -51,8 +51,8 @@ var (
 		Message: "description is immutable once set: the Widget API cannot change a key; delete and recreate the WidgetKey",
 	}
 	ruleKeyRefLocal = extv1.ValidationRule{
-		Rule:    "!has(self.widgetNameRef) || !has(self.widgetNameRef.__namespace__) || size(self.widgetNameRef.__namespace__) == 0 || has(self.widgetNameSelector)",
-		Message: "widgetNameRef.namespace must not be set: a WidgetKey can reference only Widgets in its own namespace (Crossplane sets it itself when it resolves widgetNameSelector)",
+		Rule:    "!has(self.widgetNameRef) || !has(self.widgetNameRef.__namespace__) || size(self.widgetNameRef.__namespace__) == 0 || (has(self.widgetNameSelector) && has(self.widgetName))",
+		Message: "widgetNameRef.namespace must not be set: a WidgetKey can reference only Widgets in its own namespace (Crossplane sets it, together with widgetName, when it resolves widgetNameSelector)",
 	}
 	ruleKeySelectorLocal = extv1.ValidationRule{
 		Rule:    "!has(self.widgetNameSelector) || !has(self.widgetNameSelector.__namespace__) || size(self.widgetNameSelector.__namespace__) == 0",

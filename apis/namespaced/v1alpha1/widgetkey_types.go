@@ -18,7 +18,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.widgetName) || has(self.widgetNameRef) || has(self.widgetNameSelector)",message="set widgetName, widgetNameRef or widgetNameSelector to say which widget the key belongs to"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.widgetName) || (has(self.widgetName) && self.widgetName == oldSelf.widgetName)",message="widgetName is immutable once set: a key cannot move to another widget; delete and recreate the WidgetKey"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.description) || (has(self.description) && self.description == oldSelf.description)",message="description is immutable once set: the Widget API cannot change a key; delete and recreate the WidgetKey"
-// +kubebuilder:validation:XValidation:rule="!has(self.widgetNameRef) || !has(self.widgetNameRef.__namespace__) || size(self.widgetNameRef.__namespace__) == 0 || has(self.widgetNameSelector)",message="widgetNameRef.namespace must not be set: a WidgetKey can reference only Widgets in its own namespace (Crossplane sets it itself when it resolves widgetNameSelector)"
+// +kubebuilder:validation:XValidation:rule="!has(self.widgetNameRef) || !has(self.widgetNameRef.__namespace__) || size(self.widgetNameRef.__namespace__) == 0 || (has(self.widgetNameSelector) && has(self.widgetName))",message="widgetNameRef.namespace must not be set: a WidgetKey can reference only Widgets in its own namespace (Crossplane sets it, together with widgetName, when it resolves widgetNameSelector)"
 // +kubebuilder:validation:XValidation:rule="!has(self.widgetNameSelector) || !has(self.widgetNameSelector.__namespace__) || size(self.widgetNameSelector.__namespace__) == 0",message="widgetNameSelector.namespace must not be set: a WidgetKey can select only Widgets in its own namespace"
 type WidgetKeyParameters struct {
 	// WidgetName is the name of the widget the key belongs to: the external
@@ -33,9 +33,11 @@ type WidgetKeyParameters struct {
 
 	// WidgetNameRef references the Widget that the key belongs to, in the
 	// WidgetKey's own namespace: namespace must not be set, since a
-	// namespace cannot reach another's Widgets (Crossplane sets it to the
-	// WidgetKey's namespace when it resolves widgetNameSelector). Crossplane
-	// sets widgetName to that Widget's external name.
+	// namespace cannot reach another's Widgets. Crossplane sets it to the
+	// WidgetKey's namespace, together with widgetName, when it resolves
+	// widgetNameSelector: a namespace is accepted only next to a selector
+	// and a widgetName, where Crossplane does not follow the reference
+	// again. Crossplane sets widgetName to that Widget's external name.
 	// +optional
 	WidgetNameRef *xpv2.NamespacedReference `json:"widgetNameRef,omitempty"`
 
