@@ -6,14 +6,7 @@ package clients
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/hex"
-	"net"
-	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -27,6 +20,7 @@ import (
 	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
+	"github.com/widgetco/crossplane-widget/provider/internal/ttlmap"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
@@ -35,9 +29,10 @@ import (
 type Connection struct {
 	// Client calls the Widget API with the ProviderConfig's credentials.
 	Client *widgetapi.Client
-	// Key identifies the endpoint and credentials (it embeds a hash of the
-	// token, never the token). Connections with equal keys see the same
-	// widgets; rate limits and change feeds are tracked per key.
+	// Key identifies the endpoint, token and CA bundle, each compared in
+	// full (see connectionKey): connections with equal keys see the same
+	// widgets; rate limits, change feeds and the memory of recent widgets
+	// are kept per key. It is opaque and reveals nothing about the token.
 	Key string
 	// Endpoint is the Widget API URL.
 	Endpoint string
@@ -54,10 +49,9 @@ type Resolver struct {
 	retry    widgetapi.RetryPolicy
 	throttle *Throttle
 
-	mu          sync.Mutex
-	httpClients map[string]*http.Client
-	now         func() time.Time
-	tokens      map[tokenRef]cachedToken
+	httpClients *httpClients
+	// tokens are the tokens read in the last TokenTTL, by Secret key.
+	tokens *ttlmap.Map[tokenRef, string]
 }
 
 // MaxConnsPerEndpoint bounds the connections, and so the requests in
@@ -71,11 +65,6 @@ const MaxConnsPerEndpoint = 32
 const TokenTTL = 10 * time.Second
 
 type tokenRef struct{ namespace, name, key string }
-
-type cachedToken struct {
-	token string
-	read  time.Time
-}
 
 // An Option configures a Resolver.
 type Option func(*Resolver)
@@ -104,9 +93,8 @@ func NewResolver(kube client.Client, opts ...Option) *Resolver {
 		ua:          "provider-widget",
 		observe:     func(string, int, time.Duration) {},
 		retry:       widgetapi.DefaultRetryPolicy,
-		httpClients: map[string]*http.Client{},
-		now:         time.Now,
-		tokens:      map[tokenRef]cachedToken{},
+		httpClients: newHTTPClients(MaxHTTPClients, HTTPClientIdle),
+		tokens:      ttlmap.New[tokenRef, string](TokenTTL),
 	}
 	for _, o := range opts {
 		o(r)
@@ -127,12 +115,11 @@ func (r *Resolver) Resolve(ctx context.Context, mg resource.Managed) (*Connectio
 	if err != nil {
 		return nil, err
 	}
-	hc, caHash, err := r.httpClient(spec.CABundle)
+	hc, err := r.httpClients.get(spec.CABundle)
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot use the caBundle of %s", describe(pc))
 	}
-	sum := sha256.Sum256([]byte(token))
-	key := spec.Endpoint + "#" + hex.EncodeToString(sum[:6]) + caHash
+	key := connectionKey(spec.Endpoint, token, spec.CABundle)
 	observe := r.observe
 	if t := r.throttle; t != nil {
 		observe = func(op string, status int, d time.Duration) {
@@ -224,7 +211,9 @@ func describe(pc commonv1alpha1.ProviderConfigResource) string {
 	return describeRef(kind, types.NamespacedName{Namespace: pc.GetNamespace(), Name: pc.GetName()})
 }
 
-// token reads the bearer token from the referenced Secret key.
+// token reads the bearer token from the referenced Secret key, or returns
+// the one read from it less than TokenTTL ago. A token longer than
+// MaxTokenBytes is refused; errors name the Secret and key, never the value.
 func (r *Resolver) token(ctx context.Context, cr commonv1alpha1.ProviderCredentials) (string, error) {
 	if cr.Source != xpv2.CredentialsSourceSecret {
 		return "", errors.Errorf("credentials source %q is not supported: use Secret", cr.Source)
@@ -234,11 +223,8 @@ func (r *Resolver) token(ctx context.Context, cr commonv1alpha1.ProviderCredenti
 		return "", errors.New("spec.credentials.secretRef must name a Secret and a key holding the Widget API token")
 	}
 	tr := tokenRef{namespace: ref.Namespace, name: ref.Name, key: ref.Key}
-	r.mu.Lock()
-	c, ok := r.tokens[tr]
-	r.mu.Unlock()
-	if ok && r.now().Sub(c.read) < TokenTTL {
-		return c.token, nil
+	if tok, ok := r.tokens.Get(tr); ok {
+		return tok, nil
 	}
 	s := &corev1.Secret{}
 	if err := r.kube.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, s); err != nil {
@@ -248,60 +234,19 @@ func (r *Resolver) token(ctx context.Context, cr commonv1alpha1.ProviderCredenti
 		}
 		return "", errors.Wrapf(err, "cannot get token Secret %s/%s", ref.Namespace, ref.Name)
 	}
-	tok := strings.TrimSpace(string(s.Data[ref.Key]))
+	raw := s.Data[ref.Key]
+	if len(raw) > MaxTokenBytes {
+		r.forget(tr)
+		return "", errors.Errorf("token Secret %s/%s key %q holds %d bytes: a Widget API token is at most %d bytes", ref.Namespace, ref.Name, ref.Key, len(raw), MaxTokenBytes)
+	}
+	tok := strings.TrimSpace(string(raw))
 	if tok == "" {
 		r.forget(tr)
 		return "", errors.Errorf("token Secret %s/%s has no (or an empty) key %q", ref.Namespace, ref.Name, ref.Key)
 	}
-	r.mu.Lock()
-	r.tokens[tr] = cachedToken{token: tok, read: r.now()}
-	r.mu.Unlock()
+	r.tokens.Put(tr, tok)
 	return tok, nil
 }
 
 // forget drops a token that could not be read again.
-func (r *Resolver) forget(tr tokenRef) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.tokens, tr)
-}
-
-// httpClient returns a shared HTTP client for a CA bundle (so connections are
-// pooled across reconciles) and a short hash naming the bundle.
-func (r *Resolver) httpClient(caBundle string) (*http.Client, string, error) {
-	key := ""
-	if caBundle != "" {
-		sum := sha256.Sum256([]byte(caBundle))
-		key = "@" + hex.EncodeToString(sum[:4])
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if hc, ok := r.httpClients[key]; ok {
-		return hc, key, nil
-	}
-	tr := &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSHandshakeTimeout: 10 * time.Second,
-		MaxIdleConns:        100,
-		MaxIdleConnsPerHost: MaxConnsPerEndpoint,
-		// At most this many requests in flight to one Widget API host,
-		// however many reconciles run: a slow API gets a bounded load,
-		// the rest wait for a connection (within their reconcile's
-		// timeout). 429s are handled separately, by the Throttle.
-		MaxConnsPerHost:       MaxConnsPerEndpoint,
-		IdleConnTimeout:       90 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
-	}
-	if caBundle != "" {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM([]byte(caBundle)) {
-			return nil, "", errors.New("caBundle holds no PEM certificate")
-		}
-		tr.TLSClientConfig.RootCAs = pool
-	}
-	hc := &http.Client{Transport: tr}
-	r.httpClients[key] = hc
-	return hc, key, nil
-}
+func (r *Resolver) forget(tr tokenRef) { r.tokens.Delete(tr) }

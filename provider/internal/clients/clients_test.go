@@ -453,7 +453,7 @@ func TestResolveCABundle(t *testing.T) {
 			if again.Key != c.Key {
 				t.Errorf("%s\nKey changed between resolves: %q then %q", tc.reason, c.Key, again.Key)
 			}
-			if n := len(r.httpClients); n != 1 {
+			if n := r.httpClients.len(); n != 1 {
 				t.Errorf("%s\nHTTP clients after two resolves of one bundle: want 1, got %d", tc.reason, n)
 			}
 		})
@@ -564,7 +564,7 @@ func TestTokenTTL(t *testing.T) {
 	kube := &countingKube{Client: fake}
 	now := time.Unix(1_700_000_000, 0)
 	r := NewResolver(kube)
-	r.now = func() time.Time { return now }
+	r.tokens.SetClock(func() time.Time { return now })
 	resolve := func() (string, error) {
 		c, err := r.Resolve(t.Context(), clMR(&xpv2.Reference{Name: testPC}))
 		if err != nil {
