@@ -16,7 +16,8 @@ const (
 // listChanges serves the change feed: the project's changes after a
 // sequence number, waiting up to `wait` seconds for the first one. wait may
 // be up to widgetapi.MaxChangesWait; the server holds a request at most
-// Options.MaxWait, and gives it that long on top of its write timeout.
+// Options.MaxWait, and gives it that long on top of its write timeout. A
+// token holds at most Options.MaxPollsPerToken such waits at once.
 func (s *Server) listChanges(w http.ResponseWriter, r *http.Request) {
 	q := parseQuery(r)
 	var after int64
@@ -43,6 +44,15 @@ func (s *Server) listChanges(w http.ResponseWriter, r *http.Request) {
 	project := projectOf(r)
 	var deadline <-chan time.Time
 	if wait > 0 && !latestOnly {
+		release, ok := s.holdPoll(r)
+		if !ok {
+			s.metrics.pollsRefused.Inc()
+			setRetryAfter(w, pollRetryAfter)
+			problem(w, http.StatusTooManyRequests, widgetapi.CodeRateLimited,
+				"this token holds the most change feed long polls allowed at once; follow the feed with one long poll per connection")
+			return
+		}
+		defer release()
 		s.extendWriteDeadline(w, wait)
 		t := time.NewTimer(wait)
 		defer t.Stop()
@@ -96,4 +106,29 @@ func (s *Server) listChanges(w http.ResponseWriter, r *http.Request) {
 			deadline = nil
 		}
 	}
+}
+
+// pollRetryAfter is the Retry-After of a long poll refused for the token's
+// cap: a held poll answers within Options.MaxWait, usually much sooner.
+const pollRetryAfter = 5 * time.Second
+
+// holdPoll takes one of the long-poll slots of r's token, and returns the
+// function that gives it back; ok is false when the token holds them all.
+func (s *Server) holdPoll(r *http.Request) (release func(), ok bool) {
+	h, _ := r.Context().Value(tokenKey{}).([32]byte)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.opts.MaxPollsPerToken > 0 && s.polls[h] >= s.opts.MaxPollsPerToken {
+		return nil, false
+	}
+	s.polls[h]++
+	s.metrics.longPolls.Inc()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.polls[h]--; s.polls[h] <= 0 {
+			delete(s.polls, h)
+		}
+		s.metrics.longPolls.Dec()
+	}, true
 }

@@ -10,8 +10,9 @@ import (
 )
 
 // HTTPServer returns an http.Server for Handler() with the connection
-// timeouts of Options, whose Shutdown also releases the change feed's long
-// polls. Serve it on LimitListener(ln) so the connection limit holds too.
+// timeouts and per-address limits of Options, whose Shutdown also releases
+// the change feed's long polls. Serve it on LimitListener(ln) so the
+// connection limit holds too.
 // The http.Server's own errors (TLS handshakes and the like) go to the
 // server's Logger at warning level.
 func (s *Server) HTTPServer() *http.Server {
@@ -22,6 +23,8 @@ func (s *Server) HTTPServer() *http.Server {
 		WriteTimeout:      positive(s.opts.WriteTimeout),
 		IdleTimeout:       positive(s.opts.IdleTimeout),
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnContext:       s.conns.connContext,
+		ConnState:         s.conns.connState,
 	}
 	hs.RegisterOnShutdown(s.Shutdown)
 	return hs

@@ -19,6 +19,9 @@ type metrics struct {
 	duration      *prometheus.HistogramVec
 	throttled     prometheus.Counter
 	authThrottled prometheus.Counter
+	pollsRefused  prometheus.Counter
+	connsRefused  prometheus.Counter
+	longPolls     prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -41,8 +44,20 @@ func newMetrics() *metrics {
 			Name: "widgetapi_auth_throttled_requests_total",
 			Help: "Requests answered 429 because their client address failed authentication too often.",
 		}),
+		pollsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "widgetapi_long_polls_refused_total",
+			Help: "Change feed long polls answered 429 because their token held the most allowed.",
+		}),
+		connsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "widgetapi_connections_refused_total",
+			Help: "Connections closed on accept because their client address held the most allowed.",
+		}),
+		longPolls: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "widgetapi_long_polls",
+			Help: "Change feed long polls being held.",
+		}),
 	}
-	m.reg.MustRegister(m.requests, m.duration, m.throttled, m.authThrottled)
+	m.reg.MustRegister(m.requests, m.duration, m.throttled, m.authThrottled, m.pollsRefused, m.connsRefused, m.longPolls)
 	return m
 }
 
@@ -141,6 +156,8 @@ func clip(s string, n int) string {
 // accessLog writes one structured line per request: never headers, so
 // never a token. What it repeats from the request is clipped, so a line is
 // bounded whatever the client sends; metrics label unknown methods "other".
+// Refused requests (401, 429), which a client can send as fast as it likes,
+// are logged within Options.RefusedLogRate; metrics count every request.
 func (s *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -157,6 +174,9 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		method := methodLabel(r.Method)
 		s.metrics.requests.WithLabelValues(method, route, strconv.Itoa(lw.status)).Inc()
 		s.metrics.duration.WithLabelValues(method, route).Observe(d.Seconds())
+		if refused(lw.status) && !s.refusedLog.allow(s.opts.Now()) {
+			return
+		}
 		attrs := []any{
 			"method", clip(r.Method, maxLoggedMethod),
 			"path", clip(r.URL.Path, maxLogged),

@@ -32,6 +32,10 @@ func problem(w http.ResponseWriter, status int, code, detail string, errs ...wid
 // writeProblem writes p, bounded whatever the request was: at most
 // widgetapi.MaxFieldErrors field errors (the rest counted in ErrorsOmitted),
 // and each string clipped. Every error response goes through here.
+//
+// A refused request (401, 429) also closes its connection (Connection:
+// close; HTTP/2 sends GOAWAY), so a client without a valid token, or over
+// its limits, cannot hold a connection slot by sending nothing more.
 func writeProblem(w http.ResponseWriter, p widgetapi.Problem) {
 	p.Detail = clip(p.Detail, maxProblemDetail)
 	if n := len(p.Errors); n > widgetapi.MaxFieldErrors {
@@ -45,6 +49,9 @@ func writeProblem(w http.ResponseWriter, p widgetapi.Problem) {
 	p.Errors = errs
 	w.Header().Set("Content-Type", widgetapi.ProblemContentType)
 	w.Header().Set("Cache-Control", "no-store")
+	if refused(p.Status) {
+		w.Header().Set("Connection", "close")
+	}
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(p)
 }

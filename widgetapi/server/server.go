@@ -99,6 +99,31 @@ type Options struct {
 	// (default 1024). Further clients wait in the listen backlog until a
 	// connection closes.
 	MaxConns int
+	// MaxConnsPerAddr bounds the connections one client address (IPv4
+	// address, IPv6 /64) holds at once (default 64, twice what the
+	// provider opens to one endpoint); further ones are closed as soon as
+	// they are accepted. Loopback addresses are exempt unless
+	// LimitLoopback is set: on one host every client is 127.0.0.1.
+	MaxConnsPerAddr int
+	LimitLoopback   bool
+	// UnauthIdleTimeout is how long a connection that has not yet
+	// authenticated a request may wait for the headers of its next one,
+	// its first included (default 5s). After a request authenticates,
+	// IdleTimeout applies. Every 401 and 429 answer closes its connection.
+	UnauthIdleTimeout time.Duration
+	// MaxPollsPerToken bounds the change feed long polls (requests with a
+	// wait) one token holds at once (default 8); further ones are answered
+	// 429 with Retry-After at once.
+	MaxPollsPerToken int
+
+	// RefusedLogRate bounds the access log lines of refused requests (401,
+	// 429) and connections (over MaxConnsPerAddr), in lines per second with
+	// a burst of as many (default 10). Lines over the budget are counted
+	// and reported every RefusedLogInterval (default 10s) in one
+	// "refused requests not logged" line. Other requests are always logged.
+	// A negative RefusedLogRate logs every line.
+	RefusedLogRate     float64
+	RefusedLogInterval time.Duration
 
 	// Logger receives the access log and lifecycle events (default: discard).
 	Logger *slog.Logger
@@ -122,6 +147,11 @@ type Server struct {
 	// authFail throttles failed authentication per client address; nil
 	// when disabled.
 	authFail *authThrottle
+	// polls counts the long polls each token holds (see MaxPollsPerToken).
+	polls map[[32]byte]int
+
+	conns      *connGuard
+	refusedLog *logBudget
 
 	faultMu sync.RWMutex
 	faults  Faults
@@ -170,6 +200,11 @@ func New(opts Options) (*Server, error) {
 	opts.WriteTimeout = orDefault(opts.WriteTimeout, 30*time.Second)
 	opts.IdleTimeout = orDefault(opts.IdleTimeout, 120*time.Second)
 	opts.MaxConns = orDefault(opts.MaxConns, 1024)
+	opts.MaxConnsPerAddr = orDefault(opts.MaxConnsPerAddr, 64)
+	opts.UnauthIdleTimeout = orDefault(opts.UnauthIdleTimeout, 5*time.Second)
+	opts.MaxPollsPerToken = orDefault(opts.MaxPollsPerToken, 8)
+	opts.RefusedLogRate = orDefault(opts.RefusedLogRate, 10)
+	opts.RefusedLogInterval = orDefault(opts.RefusedLogInterval, 10*time.Second)
 	if opts.RateLimit > 0 && opts.RateBurst <= 0 {
 		opts.RateBurst = max(int(2*opts.RateLimit), 1)
 	}
@@ -187,20 +222,23 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		opts:     opts,
-		store:    st,
-		tokens:   make(map[[32]byte]string, len(opts.Tokens)),
-		log:      opts.Logger,
-		metrics:  newMetrics(),
-		feed:     newNotifier(),
-		limiters: map[[32]byte]*rate.Limiter{},
-		authFail: newAuthThrottle(opts.FailedAuthRate, opts.FailedAuthBurst, opts.FailedAuthAddresses),
-		faults:   Faults{Latency: opts.FaultLatency, ErrorRate: opts.FaultErrorRate},
-		stop:     make(chan struct{}),
+		opts:       opts,
+		store:      st,
+		tokens:     make(map[[32]byte]string, len(opts.Tokens)),
+		log:        opts.Logger,
+		metrics:    newMetrics(),
+		feed:       newNotifier(),
+		limiters:   map[[32]byte]*rate.Limiter{},
+		authFail:   newAuthThrottle(opts.FailedAuthRate, opts.FailedAuthBurst, opts.FailedAuthAddresses),
+		polls:      map[[32]byte]int{},
+		refusedLog: newLogBudget(opts.RefusedLogRate),
+		faults:     Faults{Latency: opts.FaultLatency, ErrorRate: opts.FaultErrorRate},
+		stop:       make(chan struct{}),
 	}
 	for tok, project := range opts.Tokens {
 		s.tokens[sha256.Sum256([]byte(tok))] = project
 	}
+	s.conns = newConnGuard(opts.MaxConnsPerAddr, opts.LimitLoopback, opts.UnauthIdleTimeout, s.refusedConn)
 	s.sched = newScheduler(opts.Now, s.advance)
 	if err := s.resumeTransitions(); err != nil {
 		_ = st.close()
@@ -210,6 +248,11 @@ func New(opts Options) (*Server, error) {
 	go func() {
 		defer s.wg.Done()
 		s.sched.run(s.stop)
+	}()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.summarizeRefused()
 	}()
 	return s, nil
 }
@@ -345,6 +388,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			problem(w, http.StatusUnauthorized, "unauthorized", "the bearer token is not valid")
 			return
 		}
+		markAuthenticated(r)
 		if lw, ok := w.(*logWriter); ok {
 			lw.project = project
 		}

@@ -55,6 +55,13 @@ type cli struct {
 	WriteTimeout      time.Duration `default:"30s" help:"Longest time from a request's headers to the end of its response; change feed long polls get their wait on top. 0 disables."`
 	IdleTimeout       time.Duration `default:"120s" help:"How long a keep-alive connection may wait for its next request. 0 disables."`
 	MaxConns          int           `default:"1024" help:"Most connections served at once; further clients wait in the listen backlog. 0 disables."`
+	MaxConnsPerAddr   int           `default:"64" help:"Most connections one client address (IPv4 address, IPv6 /64) holds at once; further ones are closed on accept. Loopback clients are exempt unless --limit-loopback. 0 disables."`
+	LimitLoopback     bool          `help:"Apply --max-conns-per-addr to loopback clients too. Off by default: on one host (a sidecar, a local control plane) every client is 127.0.0.1."`
+	UnauthIdleTimeout time.Duration `default:"5s" help:"How long a connection that has not authenticated a request may wait for its next request's headers (its first included); --idle-timeout applies once one has. 401 and 429 answers close their connection. 0 disables."`
+	MaxPollsPerToken  int           `default:"8" help:"Most change feed long polls one token holds at once; further ones are answered 429 with Retry-After. 0 disables."`
+
+	RefusedLogRate     float64       `default:"10" help:"Most access log lines a second for refused requests (401, 429) and connections; the rest are counted in a periodic summary line. 0 logs every one."`
+	RefusedLogInterval time.Duration `default:"10s" help:"How often the count of refused requests left out of the log is written."`
 
 	TLSCert string `type:"existingfile" help:"TLS certificate (PEM). Serves HTTPS when set with --tls-key."`
 	TLSKey  string `type:"existingfile" help:"TLS private key (PEM)."`
@@ -107,8 +114,12 @@ func run(c *cli) error {
 	if c.FailedAuthRate < 0 || c.FailedAuthBurst < 1 || c.FailedAuthAddresses < 1 {
 		return errors.New("--failed-auth-rate must be 0 or more, --failed-auth-burst and --failed-auth-addresses at least 1")
 	}
-	if c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 || c.MaxConns < 0 {
-		return errors.New("timeouts and --max-conns must be 0 (none) or more")
+	if c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 || c.UnauthIdleTimeout < 0 ||
+		c.MaxConns < 0 || c.MaxConnsPerAddr < 0 || c.MaxPollsPerToken < 0 || c.RefusedLogRate < 0 {
+		return errors.New("timeouts, --max-conns, --max-conns-per-addr, --max-polls-per-token and --refused-log-rate must be 0 (none) or more")
+	}
+	if c.RefusedLogInterval <= 0 {
+		return errors.New("--refused-log-interval must be positive")
 	}
 	tokens, err := server.LoadTokens(c.TokensFile)
 	if err != nil {
@@ -139,6 +150,13 @@ func run(c *cli) error {
 		WriteTimeout:      off(c.WriteTimeout),
 		IdleTimeout:       off(c.IdleTimeout),
 		MaxConns:          off(c.MaxConns),
+		MaxConnsPerAddr:   off(c.MaxConnsPerAddr),
+		LimitLoopback:     c.LimitLoopback,
+		UnauthIdleTimeout: off(c.UnauthIdleTimeout),
+		MaxPollsPerToken:  off(c.MaxPollsPerToken),
+
+		RefusedLogRate:     off(c.RefusedLogRate),
+		RefusedLogInterval: c.RefusedLogInterval,
 
 		Logger: log,
 	})
@@ -158,7 +176,8 @@ func run(c *cli) error {
 		scheme = "https"
 		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	log.Info("serving the Widget API", "url", scheme+"://"+ln.Addr().String(), "data_dir", c.DataDir, "projects", len(tokens))
+	log.Info("serving the Widget API", "url", scheme+"://"+ln.Addr().String(), "data_dir", c.DataDir, "projects", len(tokens),
+		"max_conns_per_addr", c.MaxConnsPerAddr, "loopback_exempt", !c.LimitLoopback)
 
 	errc := make(chan error, 1)
 	go func() {
