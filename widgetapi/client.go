@@ -39,6 +39,27 @@ type RetryPolicy struct {
 // roughly three seconds.
 var DefaultRetryPolicy = RetryPolicy{Attempts: 4, BaseDelay: 100 * time.Millisecond, MaxDelay: 2 * time.Second}
 
+// Response size limits: the most the client reads of one response body.
+// A server - possibly one a tenant runs - cannot make it buffer more than
+// the contract's largest answer to the call. A larger body is an error
+// (ErrResponseTooLarge) that does not quote it.
+const (
+	// MaxObjectBytes bounds the answer about one widget or key, and every
+	// error (problem) body. At the contract's limits - 32 labels of 63-byte
+	// keys and values, a 256-character description, every character
+	// escaped as JSON's six-byte \u003c - a widget is about 16 KiB; the
+	// rest leaves room for the server-set id, message and endpoint, which
+	// the contract does not bound.
+	MaxObjectBytes = 64 << 10
+	// MaxChangesBytes bounds a change feed page: at most 1,000 changes
+	// (the contract's largest limit) of about 300 bytes each at the
+	// contract's limits, with room to spare.
+	MaxChangesBytes = 1 << 20
+	// MaxListBytes bounds a page of widgets or a widget's keys (list
+	// calls, which the provider does not make).
+	MaxListBytes = 8 << 20
+)
+
 // Client calls the Widget API. Create one with New.
 type Client struct {
 	base    *url.URL
@@ -111,13 +132,13 @@ func ETag(g int64) string { return `"` + strconv.FormatInt(g, 10) + `"` }
 // unknown (a transport error), GetWidget tells whether it happened.
 func (c *Client) CreateWidget(ctx context.Context, req CreateWidgetRequest) (*Widget, error) {
 	w := &Widget{}
-	return w, c.do(ctx, "create widget", http.MethodPost, "/v1/widgets", nil, req, w)
+	return w, c.do(ctx, "create widget", MaxObjectBytes, http.MethodPost, "/v1/widgets", nil, req, w)
 }
 
 // GetWidget returns the named widget.
 func (c *Client) GetWidget(ctx context.Context, name string) (*Widget, error) {
 	w := &Widget{}
-	return w, c.do(ctx, "get widget", http.MethodGet, "/v1/widgets/"+url.PathEscape(name), nil, nil, w)
+	return w, c.do(ctx, "get widget", MaxObjectBytes, http.MethodGet, "/v1/widgets/"+url.PathEscape(name), nil, nil, w)
 }
 
 // ListWidgets returns one page of widgets.
@@ -133,20 +154,20 @@ func (c *Client) ListWidgets(ctx context.Context, o ListWidgetsOptions) (*Widget
 		q.Set("pageToken", o.PageToken)
 	}
 	l := &WidgetList{}
-	return l, c.do(ctx, "list widgets", http.MethodGet, "/v1/widgets", q, nil, l)
+	return l, c.do(ctx, "list widgets", MaxListBytes, http.MethodGet, "/v1/widgets", q, nil, l)
 }
 
 // ReplaceWidget replaces the widget's mutable fields (PUT). It is idempotent
 // and retried on server errors.
 func (c *Client) ReplaceWidget(ctx context.Context, name string, req ReplaceWidgetRequest, opts ...RequestOption) (*Widget, error) {
 	w := &Widget{}
-	return w, c.do(ctx, "replace widget", http.MethodPut, "/v1/widgets/"+url.PathEscape(name), nil, req, w, opts...)
+	return w, c.do(ctx, "replace widget", MaxObjectBytes, http.MethodPut, "/v1/widgets/"+url.PathEscape(name), nil, req, w, opts...)
 }
 
 // PatchWidget changes only the fields set in req. It is not retried.
 func (c *Client) PatchWidget(ctx context.Context, name string, req PatchWidgetRequest, opts ...RequestOption) (*Widget, error) {
 	w := &Widget{}
-	return w, c.do(ctx, "patch widget", http.MethodPatch, "/v1/widgets/"+url.PathEscape(name), nil, req, w, opts...)
+	return w, c.do(ctx, "patch widget", MaxObjectBytes, http.MethodPatch, "/v1/widgets/"+url.PathEscape(name), nil, req, w, opts...)
 }
 
 // DeleteWidget starts deleting a widget and returns it in state Deleting. The
@@ -154,31 +175,31 @@ func (c *Client) PatchWidget(ctx context.Context, name string, req PatchWidgetRe
 // Deleting a widget that is already being deleted succeeds.
 func (c *Client) DeleteWidget(ctx context.Context, name string, opts ...RequestOption) (*Widget, error) {
 	w := &Widget{}
-	return w, c.do(ctx, "delete widget", http.MethodDelete, "/v1/widgets/"+url.PathEscape(name), nil, nil, w, opts...)
+	return w, c.do(ctx, "delete widget", MaxObjectBytes, http.MethodDelete, "/v1/widgets/"+url.PathEscape(name), nil, nil, w, opts...)
 }
 
 // CreateKey creates an access key. The returned secret is never available
 // again. Creates are not retried.
 func (c *Client) CreateKey(ctx context.Context, widget string, req CreateKeyRequest) (*KeyWithSecret, error) {
 	k := &KeyWithSecret{}
-	return k, c.do(ctx, "create key", http.MethodPost, "/v1/widgets/"+url.PathEscape(widget)+"/keys", nil, req, k)
+	return k, c.do(ctx, "create key", MaxObjectBytes, http.MethodPost, "/v1/widgets/"+url.PathEscape(widget)+"/keys", nil, req, k)
 }
 
 // GetKey returns a key without its secret.
 func (c *Client) GetKey(ctx context.Context, widget, key string) (*Key, error) {
 	k := &Key{}
-	return k, c.do(ctx, "get key", http.MethodGet, "/v1/widgets/"+url.PathEscape(widget)+"/keys/"+url.PathEscape(key), nil, nil, k)
+	return k, c.do(ctx, "get key", MaxObjectBytes, http.MethodGet, "/v1/widgets/"+url.PathEscape(widget)+"/keys/"+url.PathEscape(key), nil, nil, k)
 }
 
 // ListKeys returns all keys of a widget, without secrets.
 func (c *Client) ListKeys(ctx context.Context, widget string) (*KeyList, error) {
 	l := &KeyList{}
-	return l, c.do(ctx, "list keys", http.MethodGet, "/v1/widgets/"+url.PathEscape(widget)+"/keys", nil, nil, l)
+	return l, c.do(ctx, "list keys", MaxListBytes, http.MethodGet, "/v1/widgets/"+url.PathEscape(widget)+"/keys", nil, nil, l)
 }
 
 // DeleteKey revokes a key.
 func (c *Client) DeleteKey(ctx context.Context, widget, key string) error {
-	return c.do(ctx, "delete key", http.MethodDelete, "/v1/widgets/"+url.PathEscape(widget)+"/keys/"+url.PathEscape(key), nil, nil, nil)
+	return c.do(ctx, "delete key", MaxObjectBytes, http.MethodDelete, "/v1/widgets/"+url.PathEscape(widget)+"/keys/"+url.PathEscape(key), nil, nil, nil)
 }
 
 // ChangesOptions selects a window of the change feed.
@@ -219,7 +240,7 @@ func (c *Client) Changes(ctx context.Context, o ChangesOptions) (*ChangeList, er
 		q.Set("limit", strconv.Itoa(o.Limit))
 	}
 	l := &ChangeList{}
-	return l, c.do(ctx, "list changes", http.MethodGet, "/v1/changes", q, nil, l)
+	return l, c.do(ctx, "list changes", MaxChangesBytes, http.MethodGet, "/v1/changes", q, nil, l)
 }
 
 func idempotent(method string) bool {
@@ -240,7 +261,7 @@ func retryableStatus(code int) bool {
 
 // do sends a request, retrying idempotent ones on server and transport
 // errors, and decodes a 2xx body into out (when out is not nil).
-func (c *Client) do(ctx context.Context, op, method, path string, q url.Values, in, out any, opts ...RequestOption) error {
+func (c *Client) do(ctx context.Context, op string, limit int64, method, path string, q url.Values, in, out any, opts ...RequestOption) error {
 	var body []byte
 	if in != nil {
 		var err error
@@ -264,7 +285,7 @@ func (c *Client) do(ctx context.Context, op, method, path string, q url.Values, 
 			}
 		}
 		var retry bool
-		retry, err = c.once(ctx, op, method, u.String(), body, out, opts)
+		retry, err = c.once(ctx, op, limit, method, u.String(), body, out, opts)
 		if err == nil || !retry {
 			return err
 		}
@@ -272,8 +293,9 @@ func (c *Client) do(ctx context.Context, op, method, path string, q url.Values, 
 	return err
 }
 
-// once performs one attempt. It reports whether a failure may be retried.
-func (c *Client) once(ctx context.Context, op, method, u string, body []byte, out any, opts []RequestOption) (bool, error) {
+// once performs one attempt, reading at most limit bytes of the response
+// body. It reports whether a failure may be retried.
+func (c *Client) once(ctx context.Context, op string, limit int64, method, u string, body []byte, out any, opts []RequestOption) (bool, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -302,18 +324,28 @@ func (c *Client) once(ctx context.Context, op, method, u string, body []byte, ou
 		// timeout) may be retried.
 		return ctx.Err() == nil, fmt.Errorf("widget API %s: %w", op, err)
 	}
+	// Closing a body that was not read to the end closes the connection:
+	// the rest of an oversized body is never read.
 	defer rsp.Body.Close() //nolint:errcheck // read-only body
-	data, err := io.ReadAll(io.LimitReader(rsp.Body, 8<<20))
+	data, tooLarge, err := readBody(rsp, limit)
 	c.observe(op, rsp.StatusCode, time.Since(start))
 	if err != nil {
 		return ctx.Err() == nil, fmt.Errorf("widget API %s: cannot read response: %w", op, err)
 	}
 	if rsp.StatusCode >= 300 {
 		e := &Error{Op: op, StatusCode: rsp.StatusCode, RetryAfter: retryAfter(rsp.Header.Get("Retry-After"))}
+		if tooLarge {
+			// The status still says what happened; the body is not read.
+			e.Problem = Problem{Status: rsp.StatusCode, Code: codeForStatus(rsp.StatusCode), Title: http.StatusText(rsp.StatusCode), Detail: fmt.Sprintf("%v: more than %d bytes", ErrResponseTooLarge, limit)}
+			return retryableStatus(rsp.StatusCode), e
+		}
 		if jerr := json.Unmarshal(data, &e.Problem); jerr != nil || e.Problem.Code == "" {
 			e.Problem = Problem{Status: rsp.StatusCode, Code: codeForStatus(rsp.StatusCode), Title: http.StatusText(rsp.StatusCode)}
 		}
 		return retryableStatus(rsp.StatusCode), e
+	}
+	if tooLarge {
+		return false, fmt.Errorf("widget API %s: %w: more than %d bytes", op, ErrResponseTooLarge, limit)
 	}
 	if out == nil || len(data) == 0 {
 		return false, nil
@@ -322,6 +354,23 @@ func (c *Client) once(ctx context.Context, op, method, u string, body []byte, ou
 		return false, fmt.Errorf("widget API %s: cannot decode response: %w", op, err)
 	}
 	return false, nil
+}
+
+// readBody reads rsp's body if it is at most limit bytes long, and reports
+// whether it is longer (then it reads at most limit+1 bytes of it, or none
+// when Content-Length says so).
+func readBody(rsp *http.Response, limit int64) ([]byte, bool, error) {
+	if rsp.ContentLength > limit {
+		return nil, true, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(rsp.Body, limit+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if int64(len(data)) > limit {
+		return nil, true, nil
+	}
+	return data, false, nil
 }
 
 // backoff returns the wait before retry i (1-based): exponential with full

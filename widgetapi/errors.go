@@ -88,6 +88,12 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// ErrResponseTooLarge is wrapped by the error of a call whose answer was
+// longer than the contract allows for it (see MaxObjectBytes). Check it with
+// errors.Is. An error status with an oversized body is still an *Error with
+// that status; its Detail says the body was too large.
+var ErrResponseTooLarge = errors.New("response body too large")
+
 func asError(err error) (*Error, bool) {
 	var e *Error
 	if errors.As(err, &e) {
