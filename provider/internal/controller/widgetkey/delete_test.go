@@ -35,8 +35,11 @@ func testDelete[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T)
 		server  func(*server.Options)
 		seedKey bool
 		mods    []mod
-		exhaust bool
-		want    want
+		// notRevocable: Observe did not find the key this resource's to
+		// revoke.
+		notRevocable bool
+		exhaust      bool
+		want         want
 	}{
 		"Exists": {
 			reason:  "Deleting a key revokes it.",
@@ -48,6 +51,12 @@ func testDelete[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T)
 			reason: "A key that is already gone is deleted: success.",
 			mods:   []mod{defaultName(), forWidget(widgetName)},
 			want:   want{calls: 1},
+		},
+		"NotRevocable": {
+			reason:       "A key Observe did not find this resource's to revoke is left alone, whatever Delete is asked.",
+			seedKey:      true,
+			mods:         []mod{defaultName(), forWidget(widgetName)},
+			notRevocable: true,
 		},
 		"WidgetNameUnresolved": {
 			reason: "A key that never knew its widget has nothing to revoke, and calls nothing.",
@@ -85,7 +94,7 @@ func testDelete[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T)
 				apitest.Exhaust(t, api)
 				calls.Store(0)
 			}
-			e := &external[T]{api: api, record: event.NewNopRecorder()}
+			e := &external[T]{api: api, record: event.NewNopRecorder(), revocable: !tc.notRevocable}
 
 			got, err := e.Delete(t.Context(), mg)
 			if diff := cmp.Diff(tc.want.err, err, cmpopts.EquateErrors()); diff != "" {
@@ -98,8 +107,8 @@ func testDelete[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T)
 			if got := calls.Load(); got != tc.want.calls {
 				t.Errorf("%s\nWidget API calls: want %d, got %d", tc.reason, tc.want.calls, got)
 			}
-			if tc.seedKey && err == nil && keyExists(t, seedAPI, keyName) {
-				t.Errorf("%s\nthe key still exists after Delete", tc.reason)
+			if want := tc.notRevocable; tc.seedKey && err == nil && keyExists(t, seedAPI, keyName) != want {
+				t.Errorf("%s\nthe key exists after Delete: want %t, got %t", tc.reason, want, !want)
 			}
 		})
 	}

@@ -109,6 +109,14 @@ func secretKey(mg commonv1beta1.WidgetKeyResource) types.NamespacedName {
 	return types.NamespacedName{Namespace: clusterSecNS, Name: secretName}
 }
 
+// recordedID records a key ID in status, as anyone who may edit the
+// resource's status can.
+func recordedID(id string) mod {
+	return func(mg commonv1beta1.WidgetKeyResource) {
+		mg.SetWidgetKeyObservation(commonv1beta1.WidgetKeyObservation{ID: id})
+	}
+}
+
 func deleted() mod {
 	return func(mg commonv1beta1.WidgetKeyResource) {
 		now := metav1.Now()

@@ -2,6 +2,7 @@ package widgetkey
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
+	"github.com/widgetco/crossplane-widget/provider/internal/fakes"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
@@ -34,6 +36,16 @@ var (
 	keyOfTeamAOther         = map[string]string{names.OwnerLabel: "n_team-a.other"}
 	keyOfTeamB              = map[string]string{names.OwnerLabel: "n_team-b.ci"}
 )
+
+// The events that say why deleting a WidgetKey of namespace team-a revoked
+// nothing. A key on team-b's widget is not even confirmed to exist.
+var outOfReachNotRevokedEvent = event.Warning(ReasonNotRevoked, errors.New("widget w is not managed by a Widget in namespace team-a, "+
+	"and no key of it that this WidgetKey created was found: revoked none"))
+
+func notOursEvent(key string) event.Event {
+	return event.Warning(ReasonNotRevoked, errors.New("key "+key+" of widget w does not carry this WidgetKey's owner marker "+
+		"(widgetco.io/owner=n_team-a.ci), so this WidgetKey did not create it: left the key in the Widget API; revoke it where it was created if it should go"))
+}
 
 // TestTenancy tries, as a hostile tenant in namespace team-a would, every
 // way a WidgetKey could reach another namespace's widgets and keys, and
@@ -55,6 +67,8 @@ func TestTenancy(t *testing.T) {
 		// createFails, when set, is what the error of the Create that
 		// follows Observe mentions.
 		createFails []string
+		// events are the events recorded.
+		events []event.Event
 	}
 	cases := map[string]struct {
 		reason  string
@@ -66,7 +80,8 @@ func TestTenancy(t *testing.T) {
 		mods    []mod
 		deleted bool
 		// recorded records the seeded key's ID in status, as Observe does
-		// once it has seen the key.
+		// once it has seen the key - or as anyone who may edit the
+		// resource's status can.
 		recorded bool
 		want     want
 	}{
@@ -95,7 +110,7 @@ func TestTenancy(t *testing.T) {
 			key:     keyOfTeamB,
 			mods:    []mod{explicitName("victim"), forWidget(widgetName)},
 			deleted: true,
-			want:    want{calls: []string{"get widget"}, keys: []string{"victim"}},
+			want:    want{calls: []string{"get widget"}, keys: []string{"victim"}, events: []event.Event{outOfReachNotRevokedEvent}},
 		},
 		"ImportAnotherNamespacesKey": {
 			reason: "Naming team-b's key on team-b's widget is refused before the key is read.",
@@ -113,12 +128,12 @@ func TestTenancy(t *testing.T) {
 				calls: []string{"get widget", "get key"}, keys: []string{"shared-key"}},
 		},
 		"KeyNotCreatedByThisResourceWhileDeleting": {
-			reason:  "Deleting a WidgetKey never revokes a key it did not create.",
+			reason:  "Deleting a WidgetKey never revokes a key it did not create, and says so.",
 			widget:  widgetOfTeamA,
 			key:     keyOfTeamAOther,
 			mods:    []mod{explicitName("shared-key"), forWidget(widgetName)},
 			deleted: true,
-			want:    want{calls: []string{"get widget", "get key"}, keys: []string{"shared-key"}},
+			want:    want{calls: []string{"get widget", "get key"}, keys: []string{"shared-key"}, events: []event.Event{notOursEvent("shared-key")}},
 		},
 		"UnlabelledKeyWhileDeleting": {
 			reason:  "A key made outside Crossplane is not revoked by a WidgetKey that names it.",
@@ -126,7 +141,41 @@ func TestTenancy(t *testing.T) {
 			key:     map[string]string{},
 			mods:    []mod{explicitName("manual"), forWidget(widgetName)},
 			deleted: true,
-			want:    want{calls: []string{"get widget", "get key"}, keys: []string{"manual"}},
+			want:    want{calls: []string{"get widget", "get key"}, keys: []string{"manual"}, events: []event.Event{notOursEvent("manual")}},
+		},
+		"AnotherNamespacesKeyByRecordedID": {
+			reason:   "A WidgetKey whose status was edited to record team-b's key's ID (Crossplane's edit role may write status) revokes nothing when deleted: only a key that carries this resource's owner marker is its own.",
+			widget:   widgetOfTeamB,
+			key:      keyOfTeamB,
+			mods:     []mod{explicitName("victim"), forWidget(widgetName)},
+			deleted:  true,
+			recorded: true,
+			want:     want{calls: []string{"get widget", "get key"}, keys: []string{"victim"}, events: []event.Event{outOfReachNotRevokedEvent}},
+		},
+		"MissingKeyOnAnotherNamespacesWidgetByRecordedID": {
+			reason:  "The same, when team-b's widget has no key of that name: the same event, so the tenant learns nothing of team-b's keys.",
+			widget:  widgetOfTeamB,
+			mods:    []mod{explicitName("victim"), forWidget(widgetName), recordedID("k-0123456789abcdef")},
+			deleted: true,
+			want:    want{calls: []string{"get widget", "get key"}, events: []event.Event{outOfReachNotRevokedEvent}},
+		},
+		"UnlabelledKeyByRecordedIDWhileDeleting": {
+			reason:   "A key without an owner marker whose ID the status records is not revoked: the status is no proof of ownership.",
+			widget:   widgetOfTeamA,
+			key:      map[string]string{},
+			mods:     []mod{explicitName("manual"), forWidget(widgetName)},
+			deleted:  true,
+			recorded: true,
+			want:     want{calls: []string{"get widget", "get key"}, keys: []string{"manual"}, events: []event.Event{notOursEvent("manual")}},
+		},
+		"KeyNotCreatedByThisResourceByRecordedID": {
+			reason:   "Another resource's key whose ID the status records is not managed by this one: refused, and its details stay out of status.",
+			widget:   widgetOfTeamA,
+			key:      keyOfTeamAOther,
+			mods:     []mod{explicitName("shared-key"), forWidget(widgetName)},
+			recorded: true,
+			want: want{err: true, mentions: []string{"shared-key", "did not create"},
+				calls: []string{"get widget", "get key"}, keys: []string{"shared-key"}},
 		},
 		"OwnKeyOnWidgetNowElsewhere": {
 			reason:   "Our own key on a widget that another namespace now manages is still revoked on delete - it only takes access away - and nothing of the widget is read into status.",
@@ -208,8 +257,9 @@ func TestTenancy(t *testing.T) {
 				}
 			}
 
+			rec := &fakes.Recorder{}
 			e := &external[commonv1beta1.WidgetKeyResource]{api: api,
-				cache: reader(secretWithKey, nil), live: reader(secretWithKey, nil), record: event.NewNopRecorder()}
+				cache: reader(secretWithKey, nil), live: reader(secretWithKey, nil), record: rec}
 			o, err := e.Observe(t.Context(), mg)
 			if (err != nil) != tc.want.err {
 				t.Fatalf("%s\nObserve(...): want error %t, got %v", tc.reason, tc.want.err, err)
@@ -245,6 +295,9 @@ func TestTenancy(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want.calls, calls()); diff != "" {
 				t.Errorf("%s\nWidget API calls: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.events, rec.Events()); diff != "" {
+				t.Errorf("%s\nevents: -want, +got:\n%s", tc.reason, diff)
 			}
 			// A key is shown when Observe filled in what only reading it
 			// gives (its widget); a recorded ID alone is what the test set.

@@ -40,6 +40,11 @@ const (
 // revoked so a new one can be created.
 const ReasonRotated event.Reason = "RotatedKey"
 
+// ReasonNotRevoked is the event reason when a namespaced WidgetKey is
+// deleted and the key its external name names is not one it created: the key
+// is left in the Widget API.
+const ReasonNotRevoked event.Reason = "KeyNotRevoked"
+
 // API is the part of the Widget API client the controller uses.
 type API interface {
 	GetWidget(ctx context.Context, name string) (*widgetapi.Widget, error)
@@ -95,15 +100,20 @@ type external[T commonv1beta1.WidgetKeyResource] struct {
 	// lost is set by Observe when the key exists but its secret never
 	// reached the connection Secret: Create revokes it first.
 	lost bool
+	// revocable is set by Observe when it read the key and found it this
+	// resource's to revoke: Delete revokes no other.
+	revocable bool
 }
 
 // Observe reads the key's widget and the key. It acts only within the
 // resource's tenancy (see names.Reaches): a namespaced WidgetKey reads keys
 // only of widgets that a managed resource in its own namespace manages, and
-// manages only keys it created itself (the ownership marker the provider puts
-// on every key, or the key ID it recorded). Observe never changes the Widget
-// API: a key whose secret was lost (the provider stopped between creating it
-// and saving it) is reported missing, and Create replaces it.
+// manages only keys it created itself, which the Widget API reports carrying
+// its owner marker (see createdBy). Being deleted, it reports any other key
+// missing, so that the resource goes and the key stays, and records an event
+// saying so. Observe never changes the Widget API: a key whose secret was
+// lost (the provider stopped between creating it and saving it) is reported
+// missing, and Create replaces it.
 func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObservation, error) {
 	name, widget := meta.GetExternalName(mg), mg.GetWidgetName()
 	if name == "" {
@@ -129,8 +139,10 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	reach := names.Reaches(mg, w.Labels)
 	if !reach && meta.WasDeleted(mg) && mg.GetWidgetKeyObservation().ID == "" {
 		// Out of reach, and this resource never recorded a key: none of
-		// the widget's keys can be its own. Read none.
-		return managed.ExternalObservation{}, nil
+		// the widget's keys can be its own. Read none. (A recorded ID only
+		// makes the key worth reading: whether it is this resource's is
+		// the owner marker's to say.)
+		return e.notRevoked(mg, outOfReachNotRevoked(mg, widget))
 	}
 	if !reach && !meta.WasDeleted(mg) {
 		return managed.ExternalObservation{}, outOfReach(mg, widget)
@@ -142,6 +154,9 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	}
 
 	k, err := e.api.GetKey(ctx, widget, name)
+	if widgetapi.IsNotFound(err) && !reach {
+		return e.notRevoked(mg, outOfReachNotRevoked(mg, widget))
+	}
 	if widgetapi.IsNotFound(err) {
 		return managed.ExternalObservation{}, nil
 	}
@@ -149,12 +164,21 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		return managed.ExternalObservation{}, errors.Wrap(err, "cannot get key")
 	}
 	if mg.GetNamespace() != "" && !createdBy(mg, k) {
+		if meta.WasDeleted(mg) && !reach {
+			// Said as when the key does not exist: whether another
+			// tenant's widget has a key of that name is not this
+			// tenant's to learn.
+			return e.notRevoked(mg, outOfReachNotRevoked(mg, widget))
+		}
 		if meta.WasDeleted(mg) {
-			// Never revoke a key this resource did not create.
-			return managed.ExternalObservation{}, nil
+			return e.notRevoked(mg, errors.Errorf("key %s of widget %s does not carry this WidgetKey's owner marker (%s=%s), so this WidgetKey did not create it: left the key in the Widget API; revoke it where it was created if it should go", name, widget, names.OwnerLabel, names.Owner(mg)))
 		}
 		return managed.ExternalObservation{}, errors.Errorf("widget %s already has a key named %s that this WidgetKey did not create, and a namespaced WidgetKey manages only keys it created: choose another external name, or remove the %s annotation so that the provider names a new key", widget, name, meta.AnnotationKeyExternalName)
 	}
+	// The key is this resource's to revoke: a namespaced resource's carries
+	// its owner marker; a cluster-scoped resource (the platform team's) may
+	// revoke any key it names.
+	e.revocable = true
 	if !reach {
 		// Being deleted, and the key is ours but its widget no longer is
 		// in reach: revoke the key, and read nothing more of the widget.
@@ -206,6 +230,22 @@ func (e *external[T]) observeWidget(ctx context.Context, name string) (*widgetap
 	return e.api.GetWidget(ctx, name)
 }
 
+// notRevoked reports the key missing, so that deleting mg revokes nothing and
+// the resource goes, and records why in an event. A namespaced WidgetKey
+// revokes only keys it created; blocking its deletion would not help, since
+// nothing its tenant can change makes another key its own.
+func (e *external[T]) notRevoked(mg T, why error) (managed.ExternalObservation, error) {
+	e.record.Event(mg, event.Warning(ReasonNotRevoked, why))
+	return managed.ExternalObservation{}, nil
+}
+
+// outOfReachNotRevoked says why deleting a namespaced WidgetKey whose widget
+// is out of its reach revoked nothing, in the same words whether or not the
+// widget has a key of the resource's external name.
+func outOfReachNotRevoked(mg resource.Managed, widget string) error {
+	return errors.Errorf("widget %s is not managed by a Widget in namespace %s, and no key of it that this WidgetKey created was found: revoked none", widget, mg.GetNamespace())
+}
+
 // outOfReach is the error for a namespaced WidgetKey whose widget no managed
 // resource of its namespace manages.
 func outOfReach(mg resource.Managed, widget string) error {
@@ -230,14 +270,11 @@ func unborn(mg commonv1beta1.WidgetKeyResource) bool {
 		(len(p) == 0 || len(p) == 1 && p[0] == xpv2.ManagementActionAll)
 }
 
-// createdBy reports whether mg created k: k carries mg's ownership marker, or
-// is the key whose ID mg recorded (keys created before keys had labels).
+// createdBy reports whether mg created k: the Widget API reports k carrying
+// mg's owner marker. The key ID in mg's status is no proof: anyone who may
+// edit mg may write its status too.
 func createdBy(mg commonv1beta1.WidgetKeyResource, k *widgetapi.Key) bool {
-	if k.Labels[names.OwnerLabel] == names.Owner(mg) {
-		return true
-	}
-	id := mg.GetWidgetKeyObservation().ID
-	return id != "" && id == k.ID
+	return k.Labels[names.OwnerLabel] == names.Owner(mg)
 }
 
 // secretRecorded returns the key's secret as the resource's connection
@@ -340,11 +377,12 @@ func (e *external[T]) Update(context.Context, T) (managed.ExternalUpdate, error)
 	return managed.ExternalUpdate{}, nil
 }
 
-// Delete revokes the key; Observe reported it only if this resource may.
+// Delete revokes the key, if Observe found it this resource's to revoke
+// (the managed reconciler calls Delete only after Observe reported the key).
 // A key that is already gone is success.
 func (e *external[T]) Delete(ctx context.Context, mg T) (managed.ExternalDelete, error) {
 	widget := mg.GetWidgetName()
-	if widget == "" {
+	if widget == "" || !e.revocable {
 		return managed.ExternalDelete{}, nil
 	}
 	err := e.api.DeleteKey(ctx, widget, meta.GetExternalName(mg))
