@@ -44,7 +44,7 @@ func TestAPIServer(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Skip(`KUBEBUILDER_ASSETS is not set; run eval "$(bash hack/tools.sh env)" to test the CRDs against a real API server`)
 	}
-	c := startAPIServer(t)
+	c, reviews := startAPIServer(t)
 	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}); err != nil {
 		t.Fatalf("cannot create namespace: %v", err)
 	}
@@ -53,6 +53,8 @@ func TestAPIServer(t *testing.T) {
 	t.Run("ValidationV1beta1", func(t *testing.T) { testWrites(t, c, "v1beta1", v1beta1WriteCases()) })
 	t.Run("Defaults", func(t *testing.T) { testDefaults(t, c) })
 	t.Run("Conversion", func(t *testing.T) { testConversion(t, c) })
+	t.Run("Annotation", func(t *testing.T) { testAnnotation(t, c) })
+	t.Run("ReviewSize", func(t *testing.T) { testReviewSize(t, c, reviews) })
 }
 
 const testNamespace = "team-a"
@@ -68,14 +70,15 @@ var convertedCRDs = []string{
 
 // startAPIServer starts kube-apiserver and etcd with the generated CRDs, and
 // the conversion webhook those CRDs declare, and returns an admin client
-// whose scheme knows every kind and version of package apis.
+// whose scheme knows every kind and version of package apis, and the log of
+// the ConversionReviews the webhook served.
 //
 // envtest points the conversion webhook of every CRD whose kind the scheme
 // knows as convertible (a v1beta1 hub, v1alpha1 spokes) at a local URL, with
 // a CA it generates; the webhook is served here by controller-runtime's
 // conversion handler, the one the provider serves at /convert, converting
 // with the API types' own ConvertTo and ConvertFrom.
-func startAPIServer(t testing.TB) client.Client {
+func startAPIServer(t testing.TB) (client.WithWatch, *reviewLog) {
 	t.Helper()
 	// controller-runtime logs through its global logger; conversion failures
 	// reach the tests as the API server's errors.
@@ -114,7 +117,8 @@ func startAPIServer(t testing.TB) client.Client {
 
 	wo := env.WebhookInstallOptions
 	srv := webhook.NewServer(webhook.Options{Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir})
-	srv.Register("/convert", webhookconversion.NewWebhookHandler(s, webhookconversion.NewRegistry()))
+	reviews := &reviewLog{}
+	srv.Register("/convert", reviews.wrap(webhookconversion.NewWebhookHandler(s, webhookconversion.NewRegistry())))
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
 	go func() { stopped <- srv.Start(ctx) }()
@@ -137,7 +141,7 @@ func startAPIServer(t testing.TB) client.Client {
 		return started(&http.Request{})
 	})
 
-	c, err := client.New(cfg, client.Options{Scheme: s})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatalf("cannot create client: %v", err)
 	}
@@ -154,7 +158,7 @@ func startAPIServer(t testing.TB) client.Client {
 			t.Fatalf("CRD %s was installed without its conversion webhook: %+v", name, crd.Spec.Conversion)
 		}
 	}
-	return c
+	return c, reviews
 }
 
 // A writeCase is one write, or a create and then a write, that the API

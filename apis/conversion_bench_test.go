@@ -73,7 +73,7 @@ func BenchmarkListThroughWebhook(b *testing.B) {
 		b.Skip(`KUBEBUILDER_ASSETS is not set; run eval "$(bash hack/tools.sh env)"`)
 	}
 	const n = 1000
-	c := startAPIServer(b)
+	c, _ := startAPIServer(b)
 	ctx := context.Background()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}); err != nil {
 		b.Fatal(err)
