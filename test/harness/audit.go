@@ -137,11 +137,81 @@ func (h *Harness) Forbidden() ([]Forbidden, error) {
 	return out, nil
 }
 
+// A Request is one kind of request a ServiceAccount made, read from
+// kube-apiserver's audit log.
+type Request struct {
+	User string
+	Verb string
+	// Resource is named as Forbidden names it: resource, "/subresource"
+	// and ".group" where there are any; a request for no resource
+	// (discovery, say) is its URL path.
+	Resource string
+	// Namespaced is true when the request named a namespace.
+	Namespaced bool
+	// Count is how often the request was made, whatever the answer.
+	Count int
+}
+
+func (r Request) String() string {
+	scope := "cluster-wide"
+	if r.Namespaced {
+		scope = "in a namespace"
+	}
+	return fmt.Sprintf("%s %s %s (%d times)", r.Verb, r.Resource, scope, r.Count)
+}
+
+// Requests returns every kind of request that the ServiceAccounts whose user
+// names start with userPrefix made during the run, read from
+// kube-apiserver's audit log: what a package runtime actually uses of what
+// Crossplane's RBAC manager grants it.
+func (h *Harness) Requests(userPrefix string) ([]Request, error) {
+	seen := map[Request]int{}
+	err := h.eachAuditEvent([]string{`"username":"` + userPrefix}, func(e auditEvent) {
+		if !strings.HasPrefix(e.User.Username, userPrefix) {
+			return
+		}
+		r := e.ObjectRef.Resource
+		if e.ObjectRef.Subresource != "" {
+			r += "/" + e.ObjectRef.Subresource
+		}
+		if e.ObjectRef.APIGroup != "" {
+			r += "." + e.ObjectRef.APIGroup
+		}
+		if r == "" {
+			r, _, _ = strings.Cut(e.RequestURI, "?")
+		}
+		seen[Request{User: e.User.Username, Verb: e.Verb, Resource: r, Namespaced: e.ObjectRef.Namespace != ""}]++
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Request, 0, len(seen))
+	for k, n := range seen {
+		k.Count = n
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.User != b.User {
+			return a.User < b.User
+		}
+		if a.Resource != b.Resource {
+			return a.Resource < b.Resource
+		}
+		if a.Verb != b.Verb {
+			return a.Verb < b.Verb
+		}
+		return !a.Namespaced && b.Namespaced
+	})
+	return out, nil
+}
+
 // auditEvent is what the checks here read of one audit event.
 type auditEvent struct {
-	Verb      string                    `json:"verb"`
-	User      struct{ Username string } `json:"user"`
-	ObjectRef struct {
+	Verb       string                    `json:"verb"`
+	RequestURI string                    `json:"requestURI"`
+	User       struct{ Username string } `json:"user"`
+	ObjectRef  struct {
 		Resource, Subresource, Namespace, Name, APIGroup string
 	} `json:"objectRef"`
 	ResponseStatus struct{ Code int } `json:"responseStatus"`

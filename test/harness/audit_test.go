@@ -11,8 +11,8 @@ import (
 )
 
 // TestAuditChecks reads an audit log written here: what kube-apiserver
-// refused, and how many Event creates each ServiceAccount had refused as
-// already existing.
+// refused, how many Event creates each ServiceAccount had refused as already
+// existing, and which requests one ServiceAccount made.
 func TestAuditChecks(t *testing.T) {
 	lines := []string{
 		`{"verb":"create","user":{"username":"sa:provider"},"objectRef":{"resource":"events","namespace":"a","name":"w.1"},"responseStatus":{"code":201},"requestReceivedTimestamp":"2026-11-26T04:00:00Z"}`,
@@ -22,6 +22,9 @@ func TestAuditChecks(t *testing.T) {
 		`{"verb":"patch","user":{"username":"sa:core"},"objectRef":{"resource":"events","namespace":"a","name":"x.1"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-11-26T04:00:02Z"}`,
 		`{"verb":"list","user":{"username":"sa:provider"},"objectRef":{"resource":"secrets","namespace":"b"},"responseStatus":{"code":403},"requestReceivedTimestamp":"2026-11-26T04:00:02Z"}`,
 		`{"verb":"list","user":{"username":"sa:provider"},"objectRef":{"resource":"secrets","namespace":"b"},"responseStatus":{"code":403},"requestReceivedTimestamp":"2026-11-26T04:00:03Z"}`,
+		`{"verb":"get","requestURI":"/apis?timeout=32s","user":{"username":"sa:provider"},"objectRef":{},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-11-26T04:00:04Z"}`,
+		`{"verb":"list","requestURI":"/apis/widget.m.widgetco.io/v1beta1/widgetkeys","user":{"username":"sa:provider"},"objectRef":{"resource":"widgetkeys","apiGroup":"widget.m.widgetco.io"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-11-26T04:00:04Z"}`,
+		`{"verb":"update","user":{"username":"sa:provider"},"objectRef":{"resource":"widgetkeys","subresource":"status","apiGroup":"widget.m.widgetco.io","namespace":"a","name":"k"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-11-26T04:00:05Z"}`,
 		`not an audit event, "code":403 "resource":"events" "verb":"create"`,
 	}
 	h := &Harness{dir: t.TempDir()}
@@ -53,6 +56,21 @@ func TestAuditChecks(t *testing.T) {
 	wantFb := []Forbidden{{User: "sa:provider", Verb: "list", Resource: "secrets", Namespace: "b", Count: 2}}
 	if diff := cmp.Diff(wantFb, fb); diff != "" {
 		t.Errorf("Forbidden(): -want, +got:\n%s", diff)
+	}
+
+	rq, err := h.Requests("sa:prov")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRq := []Request{
+		{User: "sa:provider", Verb: "get", Resource: "/apis", Count: 1},
+		{User: "sa:provider", Verb: "create", Resource: "events", Namespaced: true, Count: 3},
+		{User: "sa:provider", Verb: "list", Resource: "secrets", Namespaced: true, Count: 2},
+		{User: "sa:provider", Verb: "list", Resource: "widgetkeys.widget.m.widgetco.io", Count: 1},
+		{User: "sa:provider", Verb: "update", Resource: "widgetkeys/status.widget.m.widgetco.io", Namespaced: true, Count: 1},
+	}
+	if diff := cmp.Diff(wantRq, rq); diff != "" {
+		t.Errorf("Requests(%q): -want, +got:\n%s", "sa:prov", diff)
 	}
 
 	if _, err := (&Harness{dir: t.TempDir()}).EventCreates(); err == nil {
