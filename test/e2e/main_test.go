@@ -228,6 +228,12 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", withDiagnostics(err))
 		code = 1
 	}
+	// The provider asks for nothing docs/rbac.md says a platform may take
+	// away from it.
+	if err := checkProviderRequests(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		code = 1
+	}
 	// Every event is sent once: a process that sends each twice (two
 	// sinks for one recorder) doubles its event writes and has half of
 	// them refused.

@@ -39,10 +39,11 @@ const (
 // and has team a (the scenario's namespace), on the same ClusterProviderConfig
 // and Widget API project, try every path to them: a key on team b's widget,
 // a key adopting team b's key, cross-namespace references, an Observe-only
-// import and a take-over of team b's widget. Each is refused with a
-// condition that says why, team b's widget, keys and Secret stay as they
-// were, and nothing of team b's reaches team a's objects or events. Team a's
-// own import of an unowned widget still works.
+// import, a take-over of team b's widget, and a WidgetKey whose status
+// claims team b's key's ID. Each is refused with a condition or event that
+// says why, team b's widget, keys and Secret stay as they were, and nothing
+// of team b's reaches team a's objects or events. Team a's own import of an
+// unowned widget still works.
 func TestHostileTenant(t *testing.T) {
 	a := newScenario(t, true)
 	b := a.neighbour("victim")
@@ -184,6 +185,7 @@ func TestHostileTenant(t *testing.T) {
 		return nil
 	})
 	a.noTraces(traces, refAndSelector.Name)
+	a.forgedKeyID(before)
 	if after, _ := b.prize(); !cmp.Equal(before, after) {
 		t.Errorf("team b's widget, keys or connection Secret changed after team a's attacks: -before, +after:\n%s", cmp.Diff(before, after))
 	}
@@ -203,6 +205,36 @@ func TestHostileTenant(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// forgedKeyID is attack (f): a WidgetKey that names team b's key, whose
+// status claims the key's ID. Crossplane's edit role, which app teams hold
+// in their namespace, may write a managed resource's status as well as its
+// spec; suppose team a learned the ID. The WidgetKey carries the managed
+// reconciler's finalizer (anyone may set it) and is paused until it is being
+// deleted, so that the provider first reads it with the ID in place and
+// being deleted. The delete revokes nothing - team b's key is checked by the
+// caller - and an event on the WidgetKey says why.
+func (s *scenario) forgedKeyID(before prizeState) {
+	s.t.Helper()
+	id, _, _ := strings.Cut(before.Keys[prizeKey], " ")
+	forged := s.keyMR("forged-id", prizeKey, "", namespacedv1beta1.WidgetKeyParameters{WidgetName: ptr.To(prizeWidget)})
+	forged.Annotations["crossplane.io/paused"] = "true"
+	forged.Finalizers = []string{"finalizer.managedresource.crossplane.io"}
+	s.create(forged)
+	if err := suite.kube.Status().Patch(s.ctx, forged, client.RawPatch(types.MergePatchType, []byte(`{"status":{"atProvider":{"id":"`+id+`"}}}`))); err != nil {
+		s.t.Fatalf("cannot write the status of WidgetKey %s: %v", forged.Name, err)
+	}
+	if err := suite.kube.Delete(s.ctx, forged); err != nil {
+		s.t.Fatalf("cannot delete WidgetKey %s: %v", forged.Name, err)
+	}
+	if err := s.get(forged); err != nil || forged.Status.AtProvider.ID != id || forged.GetDeletionTimestamp() == nil {
+		s.t.Fatalf("WidgetKey %s before it is unpaused: status.atProvider.id is team b's key's: %t, being deleted: %t (get: %v); want both", forged.Name, forged.Status.AtProvider.ID == id, forged.GetDeletionTimestamp() != nil, err)
+	}
+	s.mergePatch(forged, `{"metadata":{"annotations":{"crossplane.io/paused":null}}}`)
+	s.eventually("(f) WidgetKey with team b's key ID in its status deleted", func() error { return s.gone(forged) })
+	s.eventually("(f) an event saying why no key was revoked", func() error { return s.event(s.ns, forged.Name, "KeyNotRevoked") })
+	s.t.Logf("Attack (f) key ID forged in status: %s/%s deleted, and team b's key is checked next", s.ns, forged.Name)
 }
 
 // neighbour creates a second namespace for a scenario, named after the

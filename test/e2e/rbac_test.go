@@ -1,0 +1,48 @@
+package e2e_test
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/widgetco/crossplane-widget/test/lib/platform"
+)
+
+// unusedByProvider are resources Crossplane's RBAC manager grants every
+// provider (every verb, cluster-wide) that provider-widget never asks for:
+// docs/rbac.md tells platforms they may take them away, so the suite holds
+// the provider to it.
+var unusedByProvider = []string{"configmaps"}
+
+// checkProviderRequests prints every kind of request provider-widget's
+// ServiceAccounts made during the suite, read from kube-apiserver's audit log
+// (the list docs/rbac.md is written from), and fails when any of them named a
+// resource in unusedByProvider.
+func checkProviderRequests() error {
+	user := "system:serviceaccount:" + suite.h.Namespace() + ":" + platform.ProviderName
+	all, err := suite.h.Requests(user)
+	if err != nil {
+		return err
+	}
+	if len(all) == 0 {
+		return errors.Errorf("kube-apiserver's audit log holds no request of a user named %s*: is that not the provider's ServiceAccount?", user)
+	}
+	lines := make([]string, 0, len(all))
+	var bad []string
+	for _, r := range all {
+		lines = append(lines, strings.TrimPrefix(r.User, user)+": "+r.String())
+		group, _, _ := strings.Cut(r.Resource, ".")
+		resource, _, _ := strings.Cut(group, "/")
+		for _, u := range unusedByProvider {
+			if resource == u {
+				bad = append(bad, r.String())
+			}
+		}
+	}
+	fmt.Printf("E2E RBAC: requests of provider-widget's ServiceAccounts (%s*), by kind:\n  %s\n", user, strings.Join(lines, "\n  "))
+	if len(bad) > 0 {
+		return errors.Errorf("provider-widget requested %s, which docs/rbac.md says it never uses (platforms may take them away):\n  %s", strings.Join(unusedByProvider, ", "), strings.Join(bad, "\n  "))
+	}
+	return nil
+}
