@@ -64,17 +64,25 @@ func (s *Server) listChanges(w http.ResponseWriter, r *http.Request) {
 		// read and the wait cannot be missed.
 		woken := s.feed.wait()
 		out := widgetapi.ChangeList{Changes: []widgetapi.Change{}}
-		expired := false
+		expired := ""
 		err := s.store.view(func(t *tx) error {
-			out.LatestSeq = t.latestSeq()
-			if latestOnly {
+			h, err := t.feedHead(project)
+			if err != nil {
+				return err
+			}
+			out.LatestSeq = h.latest
+			switch {
+			case latestOnly:
+				return nil
+			case first && after < h.floor:
+				expired = "changes after " + strconv.FormatInt(after, 10) + " are no longer retained; re-read all widgets, then follow from latestSeq"
+				return nil
+			case first && after > h.latest:
+				// Not a position this feed gave out: the client followed
+				// another server, or one restored from an older backup.
+				expired = "the feed has no position " + strconv.FormatInt(after, 10) + "; re-read all widgets, then follow from latestSeq"
 				return nil
 			}
-			if first && after+1 < t.oldestRetained() && after < out.LatestSeq {
-				expired = true
-				return nil
-			}
-			var err error
 			out.Changes, err = t.changesAfter(project, scanAfter, limit)
 			return err
 		})
@@ -82,11 +90,11 @@ func (s *Server) listChanges(w http.ResponseWriter, r *http.Request) {
 			storeFailed(w, s, err)
 			return
 		}
-		if expired {
+		if expired != "" {
 			writeProblem(w, widgetapi.Problem{
 				Type: "https://widgetco.io/problems/" + widgetapi.CodeFeedExpired, Title: http.StatusText(http.StatusGone),
 				Status: http.StatusGone, Code: widgetapi.CodeFeedExpired, LatestSeq: out.LatestSeq,
-				Detail: "changes after " + strconv.FormatInt(after, 10) + " are no longer retained; re-read all widgets, then follow from latestSeq",
+				Detail: expired,
 			})
 			return
 		}

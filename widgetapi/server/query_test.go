@@ -31,7 +31,7 @@ func TestQueryParameters(t *testing.T) {
 		"WaitPlus":           {"a sign is not part of an integer here", "/v1/changes?after=0&wait=%2B1", want{422, []string{"wait"}}},
 		"WaitTwice":          {"a parameter given twice is ambiguous", "/v1/changes?after=0&wait=1&wait=2", want{422, []string{"wait"}}},
 		"AfterOverflow":      {"after fits in int64", "/v1/changes?after=9223372036854775808", want{422, []string{"after"}}},
-		"AfterMax":           {"the largest int64 is a valid position", "/v1/changes?after=9223372036854775807", want{200, nil}},
+		"AfterMax":           {"the largest int64 parses; as a position the feed never gave out it is feed_expired", "/v1/changes?after=9223372036854775807", want{410, nil}},
 		"AfterPlus":          {"after is digits only", "/v1/changes?after=%2B1", want{422, []string{"after"}}},
 		"ChangesLimitHuge":   {"the feed limit is at most 1000", "/v1/changes?limit=1001", want{422, []string{"limit"}}},
 		"SeveralBad":         {"every bad parameter is named", "/v1/changes?after=x&wait=-1&limit=0", want{422, []string{"after", "wait", "limit"}}},

@@ -60,8 +60,10 @@ type Options struct {
 	// 503 before they are processed.
 	FaultErrorRate float64
 
-	// FeedRetention is how many change feed entries the server keeps
-	// (default 100000).
+	// FeedRetention is how many change feed entries the server keeps per
+	// project (default 100000). Feeds are per project, sequence numbers
+	// included, so one project's writes neither show in nor shorten
+	// another's feed.
 	FeedRetention uint64
 	// MaxWait bounds a change feed long poll (default 60s). It may not
 	// exceed widgetapi.MaxChangesWait, the most a client may ask for.

@@ -15,10 +15,21 @@ import (
 
 // Buckets of the bbolt file. Keys are "<project>\x00<widget>[\x00<key>]" so a
 // project's widgets (and a widget's keys) form one ordered range.
+//
+// The change feed is per project: "feed" holds "<project>\x00<seq>" (seq as
+// 8 big-endian bytes) -> widgetapi.Change, "feedHeads" holds each project's
+// feedHead, and "meta" the feedHead of projects that have none yet. Files
+// written before the feed was per project hold one server-wide feed in
+// "changes"; openStore moves it (see migrateFeed).
 var (
-	bucketWidgets = []byte("widgets")
-	bucketKeys    = []byte("keys")
-	bucketChanges = []byte("changes")
+	bucketWidgets   = []byte("widgets")
+	bucketKeys      = []byte("keys")
+	bucketFeed      = []byte("feed")
+	bucketFeedHeads = []byte("feedHeads")
+	bucketMeta      = []byte("meta")
+	bucketChanges   = []byte("changes") // the server-wide feed of older files
+
+	metaFeedBase = []byte("feedBase")
 )
 
 const sep = "\x00"
@@ -38,7 +49,8 @@ type keyRecord struct {
 	SecretHash []byte        `json:"secretHash"`
 }
 
-// changeRecord is a stored change feed entry.
+// changeRecord is a change feed entry of the server-wide feed older files
+// hold.
 type changeRecord struct {
 	Project string           `json:"project"`
 	Change  widgetapi.Change `json:"change"`
@@ -57,12 +69,12 @@ func openStore(path string, retention uint64) (*store, error) {
 		return nil, fmt.Errorf("cannot open database %s (is another widget-api using this data directory?): %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketWidgets, bucketKeys, bucketChanges} {
+		for _, b := range [][]byte{bucketWidgets, bucketKeys, bucketFeed, bucketFeedHeads, bucketMeta} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
-		return nil
+		return migrateFeed(tx)
 	})
 	if err != nil {
 		_ = db.Close()
@@ -224,58 +236,136 @@ func (t *tx) listKeys(project, widget string) ([]widgetapi.Key, error) {
 	return out, nil
 }
 
-// appendChange adds a change to the feed with the next sequence number and
-// drops the entry that fell out of the retention window. Sequence numbers
-// are allocated inside the transaction, so they are gap-free across the
-// whole server and roll back with it.
+// feedHead is where a project's change feed stands: latest is the newest
+// sequence number assigned to one of its changes, and the feed holds every
+// change of the project after floor (floor <= latest). A position before
+// floor has lost changes (feed_expired); one after latest was never given
+// out by this feed.
+type feedHead struct {
+	latest, floor int64
+}
+
+func (h feedHead) bytes() []byte {
+	b := make([]byte, 16)
+	binary.BigEndian.PutUint64(b, uint64(h.latest))    //nolint:gosec // never negative
+	binary.BigEndian.PutUint64(b[8:], uint64(h.floor)) //nolint:gosec // never negative
+	return b
+}
+
+func parseFeedHead(b []byte) (feedHead, error) {
+	if len(b) != 16 {
+		return feedHead{}, fmt.Errorf("change feed head of %d bytes, want 16", len(b))
+	}
+	return feedHead{latest: seqToInt(binary.BigEndian.Uint64(b)), floor: seqToInt(binary.BigEndian.Uint64(b[8:]))}, nil
+}
+
+// feedHead returns project's feed head: the stored one, or the base every
+// project starts from (zero, or where the server-wide feed stood when it was
+// migrated).
+func (t *tx) feedHead(project string) (feedHead, error) {
+	if v := t.Bucket(bucketFeedHeads).Get([]byte(project)); v != nil {
+		return parseFeedHead(v)
+	}
+	if v := t.Bucket(bucketMeta).Get(metaFeedBase); v != nil {
+		return parseFeedHead(v)
+	}
+	return feedHead{}, nil
+}
+
+func feedKey(project string, seq int64) []byte {
+	return append([]byte(project+sep), seqKey(uint64(max(seq, 0)))...) //nolint:gosec // clamped to non-negative
+}
+
+// appendChange adds a change to project's feed with the project's next
+// sequence number, and drops the project's entries that fell out of the
+// retention window. Sequence numbers are per project, so a project's feed
+// tells it nothing of other projects' writes; they are allocated inside the
+// transaction, so they are gap-free and roll back with it.
 func (t *tx) appendChange(project string, c widgetapi.Change) error {
-	b := t.Bucket(bucketChanges)
-	seq, err := b.NextSequence()
+	h, err := t.feedHead(project)
 	if err != nil {
 		return err
 	}
-	c.Seq = seqToInt(seq)
-	v, err := json.Marshal(changeRecord{Project: project, Change: c})
+	h.latest++
+	c.Seq = h.latest
+	v, err := json.Marshal(c)
 	if err != nil {
 		return err
 	}
-	if err := b.Put(seqKey(seq), v); err != nil {
+	b := t.Bucket(bucketFeed)
+	if err := b.Put(feedKey(project, h.latest), v); err != nil {
 		return err
 	}
 	t.changes = append(t.changes, c)
-	if t.retention > 0 && seq > t.retention {
-		return b.Delete(seqKey(seq - t.retention))
+	if r := int64(min(t.retention, 1<<62)); r > 0 && h.latest-r > h.floor { //nolint:gosec // bounded above
+		h.floor = h.latest - r
+		// Entries at or before the new floor, oldest first. Usually one;
+		// more after a migration, whose entries have gaps.
+		prefix := []byte(project + sep)
+		end := feedKey(project, h.floor)
+		c := b.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && bytes.Compare(k, end) <= 0; k, _ = c.Seek(prefix) {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
 	}
-	return nil
-}
-
-// latestSeq is the newest sequence number assigned.
-func (t *tx) latestSeq() int64 { return seqToInt(t.Bucket(bucketChanges).Sequence()) }
-
-// oldestRetained is the smallest sequence number still stored (latest+1 when
-// the feed is empty).
-func (t *tx) oldestRetained() int64 {
-	k, _ := t.Bucket(bucketChanges).Cursor().First()
-	if k == nil {
-		return t.latestSeq() + 1
-	}
-	return seqToInt(binary.BigEndian.Uint64(k))
+	return t.Bucket(bucketFeedHeads).Put([]byte(project), h.bytes())
 }
 
 // changesAfter returns up to limit changes of project with a sequence greater
 // than after.
 func (t *tx) changesAfter(project string, after int64, limit int) ([]widgetapi.Change, error) {
-	c := t.Bucket(bucketChanges).Cursor()
+	prefix := []byte(project + sep)
+	c := t.Bucket(bucketFeed).Cursor()
 	out := []widgetapi.Change{}
-	start := uint64(max(after, 0)) + 1 //nolint:gosec // clamped to non-negative
-	for k, v := c.Seek(seqKey(start)); k != nil && len(out) < limit; k, v = c.Next() {
-		r := changeRecord{}
-		if err := json.Unmarshal(v, &r); err != nil {
+	for k, v := c.Seek(feedKey(project, after+1)); k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, v = c.Next() {
+		ch := widgetapi.Change{}
+		if err := json.Unmarshal(v, &ch); err != nil {
 			return nil, err
 		}
-		if r.Project == project {
-			out = append(out, r.Change)
-		}
+		out = append(out, ch)
 	}
 	return out, nil
+}
+
+// migrateFeed moves the server-wide feed of a file written before feeds
+// were per project into per-project feeds, keeping every retained change
+// with its sequence number and giving every project the server-wide latest
+// and floor. Positions clients hold stay valid: nothing is re-numbered and
+// no client has to resync; new changes are numbered per project from there.
+// Files without the old feed are left alone.
+func migrateFeed(tx *bolt.Tx) error {
+	old := tx.Bucket(bucketChanges)
+	if old == nil {
+		return nil
+	}
+	base := feedHead{latest: seqToInt(old.Sequence())}
+	base.floor = base.latest
+	if k, _ := old.Cursor().First(); k != nil {
+		base.floor = seqToInt(binary.BigEndian.Uint64(k)) - 1
+	}
+	if err := tx.Bucket(bucketMeta).Put(metaFeedBase, base.bytes()); err != nil {
+		return err
+	}
+	feed, heads := tx.Bucket(bucketFeed), tx.Bucket(bucketFeedHeads)
+	err := old.ForEach(func(k, v []byte) error {
+		r := changeRecord{}
+		if err := json.Unmarshal(v, &r); err != nil || len(k) != 8 {
+			return fmt.Errorf("cannot decode change feed entry: %w", err)
+		}
+		r.Change.Seq = seqToInt(binary.BigEndian.Uint64(k))
+		c, err := json.Marshal(r.Change)
+		if err != nil {
+			return err
+		}
+		if err := feed.Put(feedKey(r.Project, r.Change.Seq), c); err != nil {
+			return err
+		}
+		return heads.Put([]byte(r.Project), base.bytes())
+	})
+	if err != nil {
+		return fmt.Errorf("cannot move the change feed to per-project feeds: %w", err)
+	}
+	return tx.DeleteBucket(bucketChanges)
 }

@@ -43,7 +43,7 @@ type cli struct {
 	FaultLatency   time.Duration `default:"0s" help:"Latency added to every API request (fault injection)."`
 	FaultErrorRate float64       `default:"0" help:"Fraction of API requests (0..1) answered 503 before processing (fault injection)."`
 
-	FeedRetention uint64        `default:"100000" help:"Number of change feed entries to keep."`
+	FeedRetention uint64        `default:"100000" help:"Number of change feed entries to keep per project."`
 	MaxWait       time.Duration `default:"60s" help:"Longest change feed long poll (at most 5m, the contract's limit)."`
 
 	FailedAuthRate      float64 `default:"1" help:"Failed authentication attempts per second one client address earns back; once its burst is spent it gets 429 before its token is checked. 0 disables."`
