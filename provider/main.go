@@ -84,6 +84,10 @@ type cli struct {
 
 	WebhookTLSCertDir string `env:"WEBHOOK_TLS_CERT_DIR" help:"Directory of the conversion webhook's TLS certificate (tls.crt, tls.key), which Crossplane's package runtime mounts and names here. When empty the webhook server is off, and only v1beta1, the storage version, can be used."`
 	WebhookPort       int    `default:"9443" help:"Port of the conversion webhook server: the port of the Service Crossplane creates for the provider."`
+	// The webhook's other bounds are conversionwebhook.DefaultLimits and the
+	// constants of conversionwebhook.NewServer.
+	WebhookMaxRequestBytes int64  `default:"4194304" help:"Largest conversion request body the webhook reads (4 MiB: etcd stores objects up to 1.5 MiB by default). Raise it with etcd's --max-request-bytes."`
+	WebhookClientCAFile    string `help:"PEM file of CAs whose client certificate the conversion webhook requires. Set it only if kube-apiserver presents one to webhooks (its webhook kubeconfig); by default it presents none."`
 }
 
 func main() {
@@ -220,7 +224,7 @@ func run(c *cli) error {
 		return err
 	}
 	if c.WebhookTLSCertDir != "" {
-		if err := conversionwebhook.Setup(mgr); err != nil {
+		if err := conversionwebhook.Setup(mgr, conversionwebhook.WithLimits(conversionwebhook.Limits{MaxRequestBytes: c.WebhookMaxRequestBytes})); err != nil {
 			return err
 		}
 	} else {
@@ -237,15 +241,17 @@ func run(c *cli) error {
 }
 
 // webhookServer serves the conversion webhook over TLS 1.3 with the
-// certificate Crossplane's package runtime provides; nil without one.
+// certificate Crossplane's package runtime provides, with bounded
+// connections and read times; nil without a certificate.
 func webhookServer(c *cli) webhook.Server {
 	if c.WebhookTLSCertDir == "" {
 		return nil
 	}
-	return webhook.NewServer(webhook.Options{
-		Port:    c.WebhookPort,
-		CertDir: c.WebhookTLSCertDir,
-		TLSOpts: []func(*tls.Config){func(t *tls.Config) { t.MinVersion = tls.VersionTLS13 }},
+	return conversionwebhook.NewServer(conversionwebhook.ServerOptions{
+		Port:         c.WebhookPort,
+		CertDir:      c.WebhookTLSCertDir,
+		ClientCAFile: c.WebhookClientCAFile,
+		TLSOpts:      []func(*tls.Config){func(t *tls.Config) { t.MinVersion = tls.VersionTLS13 }},
 	})
 }
 

@@ -1,0 +1,215 @@
+package conversionwebhook
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/widgetco/crossplane-widget/test/lib/wait"
+)
+
+// writeCert writes a self-signed serving and client certificate for
+// 127.0.0.1 to dir (tls.crt, tls.key, ca.crt) and returns it.
+func writeCert(t *testing.T, dir string) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "webhook"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
+	for name, b := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM, "ca.crt": certPEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()                     //nolint:errcheck // Only its port is used.
+	return l.Addr().(*net.TCPAddr).Port //nolint:forcetypeassert // A TCP listener's address.
+}
+
+// startServer starts NewServer(o) on a free loopback port with an /ok
+// handler, and returns its address.
+func startServer(t *testing.T, o ServerOptions) string {
+	t.Helper()
+	o.Host, o.Port = "127.0.0.1", freePort(t)
+	srv := NewServer(o)
+	srv.Register("/ok", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- srv.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Errorf("Start(): %v", err)
+		}
+	})
+	if o.ClientCAFile == "" {
+		wait.For(t, 10*time.Second, "the webhook server to serve", func() error { return srv.StartedChecker()(nil) })
+	} else {
+		wait.For(t, 10*time.Second, "the webhook server to listen", func() error {
+			c, err := net.Dial("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
+			if err != nil {
+				return err
+			}
+			return c.Close()
+		})
+	}
+	return net.JoinHostPort(o.Host, strconv.Itoa(o.Port))
+}
+
+func get(addr string, cert *tls.Certificate, pool *x509.CertPool) error {
+	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}
+	if cert != nil {
+		cfg.Certificates = []tls.Certificate{*cert}
+	}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}}
+	rsp, err := c.Get("https://" + addr + "/ok")
+	if err != nil {
+		return err
+	}
+	defer rsp.Body.Close() //nolint:errcheck // Read only.
+	if rsp.StatusCode != http.StatusOK {
+		return errors.New(rsp.Status)
+	}
+	if rsp.ProtoMajor != 2 {
+		return errors.New("served over " + rsp.Proto + ", want HTTP/2")
+	}
+	return nil
+}
+
+// TestServerConnections checks the server's connection bounds: a
+// connection that never completes a request is closed after the header
+// timeout, and connections beyond the cap wait until one closes.
+func TestServerConnections(t *testing.T) {
+	dir := t.TempDir()
+	cert := writeCert(t, dir)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert.Leaf)
+	addr := startServer(t, ServerOptions{CertDir: dir, MaxConnections: 2, ReadHeaderTimeout: time.Second})
+
+	if err := get(addr, nil, pool); err != nil {
+		t.Fatalf("GET /ok over TLS: %v", err)
+	}
+
+	// Two connections that send nothing hold both slots.
+	held := make([]net.Conn, 2)
+	for i := range held {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close() //nolint:errcheck // Closed by the server.
+		held[i] = c
+	}
+	// Give the server time to accept both.
+	time.Sleep(100 * time.Millisecond)
+	third, err := tls.DialWithDialer(&net.Dialer{Deadline: time.Now().Add(300 * time.Millisecond)}, "tcp", addr, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13})
+	if err == nil {
+		_ = third.Close()
+		t.Errorf("a third connection while two are open: want its TLS handshake unanswered (the cap is 2), got it served")
+	}
+
+	// The server closes the silent connections after ReadHeaderTimeout.
+	start := time.Now()
+	for _, c := range held {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("a connection that sends nothing: want it closed by the server within 5s, got %v", err)
+		}
+	}
+	t.Logf("silent connections closed after %v", time.Since(start))
+	if err := get(addr, nil, pool); err != nil {
+		t.Errorf("GET /ok once the silent connections are closed: %v", err)
+	}
+}
+
+// TestServerSlowBody sends a request whose body never arrives: the server
+// must give up on it after ReadTimeout rather than hold the connection.
+func TestServerSlowBody(t *testing.T) {
+	dir := t.TempDir()
+	cert := writeCert(t, dir)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert.Leaf)
+	addr := startServer(t, ServerOptions{CertDir: dir, ReadTimeout: 500 * time.Millisecond})
+
+	c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close() //nolint:errcheck // Test connection.
+	if _, err := io.WriteString(c, "POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n"+strings.Repeat("a", 10)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = io.ReadAll(c)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("a request whose body stops: want the server to end it within 5s, got nothing")
+	}
+	t.Logf("slow request ended by the server after %v", time.Since(start))
+}
+
+// TestServerClientCA checks that with ClientCAFile a client must present a
+// certificate the CA signed.
+func TestServerClientCA(t *testing.T) {
+	dir := t.TempDir()
+	cert := writeCert(t, dir)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert.Leaf)
+	addr := startServer(t, ServerOptions{CertDir: dir, ClientCAFile: filepath.Join(dir, "ca.crt")})
+
+	if err := get(addr, nil, pool); err == nil {
+		t.Errorf("GET /ok without a client certificate: want it refused, got it served")
+	}
+	if err := get(addr, &cert, pool); err != nil {
+		t.Errorf("GET /ok with a client certificate the CA signed: %v", err)
+	}
+}
