@@ -14,7 +14,8 @@ import (
 // the change feed's long polls. Serve it on LimitListener(ln) so the
 // connection limit holds too.
 // The http.Server's own errors (TLS handshakes and the like) go to the
-// server's Logger at warning level.
+// server's Logger at warning level, within the refused-request log budget
+// (Options.RefusedLogRate): a client can cause one per connection.
 func (s *Server) HTTPServer() *http.Server {
 	hs := &http.Server{
 		Handler:           s.Handler(),
@@ -22,7 +23,7 @@ func (s *Server) HTTPServer() *http.Server {
 		ReadTimeout:       positive(s.opts.ReadTimeout),
 		WriteTimeout:      positive(s.opts.WriteTimeout),
 		IdleTimeout:       positive(s.opts.IdleTimeout),
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(budgetHandler{Handler: s.log.Handler(), budget: s.refusedLog, now: s.opts.Now}, slog.LevelWarn),
 		ConnContext:       s.conns.connContext,
 		ConnState:         s.conns.connState,
 	}

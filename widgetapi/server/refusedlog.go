@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -72,7 +74,8 @@ func (s *Server) summarizeRefused() {
 	defer t.Stop()
 	report := func() {
 		if n := s.refusedLog.take(); n > 0 {
-			s.log.Warn("refused requests not logged", "count", n, "interval", s.opts.RefusedLogInterval.String())
+			s.log.Warn("refused requests not logged", "count", n, "interval", s.opts.RefusedLogInterval.String(),
+				"detail", "401 and 429 answers, connections over the per-address cap and connection errors beyond the log budget")
 		}
 	}
 	for {
@@ -84,4 +87,28 @@ func (s *Server) summarizeRefused() {
 			return
 		}
 	}
+}
+
+// budgetHandler passes records to its Handler within a budget. It carries
+// http.Server's ErrorLog, whose lines (a failed TLS handshake, a malformed
+// request) any client can cause once per connection.
+type budgetHandler struct {
+	slog.Handler
+	budget *logBudget
+	now    func() time.Time
+}
+
+func (h budgetHandler) Handle(ctx context.Context, r slog.Record) error {
+	if !h.budget.allow(h.now()) {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h budgetHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return budgetHandler{Handler: h.Handler.WithAttrs(as), budget: h.budget, now: h.now}
+}
+
+func (h budgetHandler) WithGroup(name string) slog.Handler {
+	return budgetHandler{Handler: h.Handler.WithGroup(name), budget: h.budget, now: h.now}
 }

@@ -2,8 +2,11 @@ package server_test
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +75,54 @@ func TestRefusedRequestsAreLoggedWithinBudget(t *testing.T) {
 	// The summaries may come mid-flood; together they count what was left out.
 	if diff := cmp.Diff(count{Refused: 5, Served: 3, NotLogged: flood - 5}, got); diff != "" {
 		t.Errorf("log lines after %d refused and 3 served requests, -want, +got:\n%s", flood, diff)
+	}
+}
+
+// TestConnectionErrorsAreLoggedWithinBudget: failed TLS handshakes, which
+// any client can cause once per connection, are logged within the same
+// budget.
+func TestConnectionErrorsAreLoggedWithinBudget(t *testing.T) {
+	logs := &syncBuffer{}
+	clk := &clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	s, err := server.New(server.Options{
+		DataDir:            t.TempDir(),
+		Tokens:             map[string]string{apitest.TokenA: apitest.ProjectA},
+		Logger:             slog.New(slog.NewTextHandler(logs, nil)),
+		Now:                clk.Now,
+		RefusedLogRate:     5,
+		RefusedLogInterval: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config = s.HTTPServer()
+	ts.StartTLS()
+	t.Cleanup(func() {
+		ts.Close()
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+
+	const flood = 30
+	for range flood {
+		c, err := net.Dial("tcp", ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.WriteString(c, "GET / HTTP/1.1\r\nHost: widgets\r\n\r\n") // not a TLS handshake
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, _ = io.Copy(io.Discard, c) // until the server hangs up
+		_ = c.Close()
+	}
+	// The server logs a handshake error after it hangs up: wait for the
+	// first lines, then long enough for the rest.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !strings.Contains(logs.String(), "TLS handshake error"); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := strings.Count(logs.String(), "TLS handshake error"); got != 5 {
+		t.Errorf("%d failed TLS handshakes: %d log lines, want 5 (the budget)", flood, got)
 	}
 }

@@ -118,9 +118,10 @@ type Options struct {
 	// 429 with Retry-After at once.
 	MaxPollsPerToken int
 
-	// RefusedLogRate bounds the access log lines of refused requests (401,
-	// 429) and connections (over MaxConnsPerAddr), in lines per second with
-	// a burst of as many (default 10). Lines over the budget are counted
+	// RefusedLogRate bounds the log lines of refused requests (401, 429),
+	// refused connections (over MaxConnsPerAddr) and connection errors
+	// (failed TLS handshakes and the like), in lines per second with a
+	// burst of as many (default 10). Lines over the budget are counted
 	// and reported every RefusedLogInterval (default 10s) in one
 	// "refused requests not logged" line. Other requests are always logged.
 	// A negative RefusedLogRate logs every line.

@@ -60,7 +60,7 @@ type cli struct {
 	UnauthIdleTimeout time.Duration `default:"5s" help:"How long a connection that has not authenticated a request may wait for its next request's headers (its first included); --idle-timeout applies once one has. 401 and 429 answers close their connection. 0 disables."`
 	MaxPollsPerToken  int           `default:"8" help:"Most change feed long polls one token holds at once; further ones are answered 429 with Retry-After. 0 disables."`
 
-	RefusedLogRate     float64       `default:"10" help:"Most access log lines a second for refused requests (401, 429) and connections; the rest are counted in a periodic summary line. 0 logs every one."`
+	RefusedLogRate     float64       `default:"10" help:"Most log lines a second for refused requests (401, 429), refused connections and connection errors (failed TLS handshakes); the rest are counted in a periodic summary line. 0 logs every one."`
 	RefusedLogInterval time.Duration `default:"10s" help:"How often the count of refused requests left out of the log is written."`
 
 	TLSCert string `type:"existingfile" help:"TLS certificate (PEM). Serves HTTPS when set with --tls-key."`
