@@ -86,8 +86,7 @@ type cli struct {
 	WebhookPort       int    `default:"9443" help:"Port of the conversion webhook server: the port of the Service Crossplane creates for the provider."`
 	// The webhook's other bounds are conversionwebhook.DefaultLimits and the
 	// constants of conversionwebhook.NewServer.
-	WebhookMaxRequestBytes int64  `default:"4194304" help:"Largest conversion request body the webhook reads (4 MiB: etcd stores objects up to 1.5 MiB by default). Raise it with etcd's --max-request-bytes."`
-	WebhookClientCAFile    string `help:"PEM file of CAs whose client certificate the conversion webhook requires. Set it only if kube-apiserver presents one to webhooks (its webhook kubeconfig); by default it presents none."`
+	WebhookMaxRequestBytes int64 `default:"4194304" help:"Largest conversion request body the webhook reads (4 MiB: etcd stores objects up to 1.5 MiB by default). Raise it with etcd's --max-request-bytes."`
 }
 
 func main() {
@@ -248,10 +247,9 @@ func webhookServer(c *cli) webhook.Server {
 		return nil
 	}
 	return conversionwebhook.NewServer(conversionwebhook.ServerOptions{
-		Port:         c.WebhookPort,
-		CertDir:      c.WebhookTLSCertDir,
-		ClientCAFile: c.WebhookClientCAFile,
-		TLSOpts:      []func(*tls.Config){func(t *tls.Config) { t.MinVersion = tls.VersionTLS13 }},
+		Port:    c.WebhookPort,
+		CertDir: c.WebhookTLSCertDir,
+		TLSOpts: []func(*tls.Config){func(t *tls.Config) { t.MinVersion = tls.VersionTLS13 }},
 	})
 }
 

@@ -12,9 +12,9 @@ import (
 )
 
 // Limits bound what one ConversionReview may cost the provider. The webhook
-// port is reachable by whatever the cluster's network lets through and
-// kube-apiserver presents no client certificate by default, so the limits
-// apply to every caller. Each default leaves a wide margin over what
+// port is reachable by whatever the cluster's network lets through, and
+// kube-apiserver presents no credentials to conversion webhooks, so the
+// limits apply to every caller. Each default leaves a wide margin over what
 // kube-apiserver sends (see DefaultLimits).
 type Limits struct {
 	// MaxRequestBytes is the largest request body read. A larger one is

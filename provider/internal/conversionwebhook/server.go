@@ -3,12 +3,10 @@ package conversionwebhook
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -28,13 +26,6 @@ type ServerOptions struct {
 	// CertDir holds the serving certificate and key, tls.crt and tls.key,
 	// which are reloaded when they change.
 	CertDir string
-
-	// ClientCAFile, if set, is a PEM file of CAs: a client must then
-	// present a certificate one of them signed. kube-apiserver presents
-	// one only when its webhook kubeconfig (--admission-control-config-file,
-	// WebhookAdmission) names one for the webhook's Service; Crossplane's
-	// package runtime configures none, so this is off by default.
-	ClientCAFile string
 
 	// MaxConnections is how many connections are served at once; more
 	// wait to be accepted. Defaults to DefaultMaxConnections.
@@ -77,6 +68,12 @@ const (
 // http.Server also has a read timeout, a write timeout and a cap on
 // connections and HTTP/2 streams; controller-runtime's sets only a 32 second
 // header timeout.
+//
+// It does not authenticate clients: kube-apiserver calls conversion webhooks
+// without a client certificate or token (apiextensions-apiserver builds its
+// webhook client from an empty kubeconfig, unlike admission webhooks'), so
+// a NetworkPolicy admitting only the API server is what keeps other callers
+// out (examples/runtime/networkpolicy.yaml).
 func NewServer(o ServerOptions) webhook.Server {
 	if o.Port == 0 {
 		o.Port = 9443
@@ -124,19 +121,6 @@ func (s *Server) Start(ctx context.Context) error {
 		cfg.GetCertificate = w.GetCertificate
 		go func() { _ = w.Start(ctx) }()
 	}
-	if s.o.ClientCAFile != "" {
-		pem, err := os.ReadFile(s.o.ClientCAFile)
-		if err != nil {
-			return fmt.Errorf("cannot read the webhook's client CA: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("cannot parse the webhook's client CA %s: no PEM certificate", s.o.ClientCAFile)
-		}
-		cfg.ClientCAs = pool
-		cfg.ClientAuth = tls.RequireAndVerifyClientCert
-	}
-
 	l, err := net.Listen("tcp", net.JoinHostPort(s.o.Host, strconv.Itoa(s.o.Port)))
 	if err != nil {
 		return fmt.Errorf("cannot listen for the webhook: %w", err)

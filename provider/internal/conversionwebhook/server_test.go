@@ -24,8 +24,8 @@ import (
 	"github.com/widgetco/crossplane-widget/test/lib/wait"
 )
 
-// writeCert writes a self-signed serving and client certificate for
-// 127.0.0.1 to dir (tls.crt, tls.key, ca.crt) and returns it.
+// writeCert writes a self-signed serving certificate for 127.0.0.1 to dir
+// (tls.crt, tls.key) and returns it.
 func writeCert(t *testing.T, dir string) tls.Certificate {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -39,7 +39,7 @@ func writeCert(t *testing.T, dir string) tls.Certificate {
 		NotAfter:              time.Now().Add(time.Hour),
 		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 	}
@@ -53,7 +53,7 @@ func writeCert(t *testing.T, dir string) tls.Certificate {
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-	for name, b := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM, "ca.crt": certPEM} {
+	for name, b := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -91,25 +91,12 @@ func startServer(t *testing.T, o ServerOptions) string {
 			t.Errorf("Start(): %v", err)
 		}
 	})
-	if o.ClientCAFile == "" {
-		wait.For(t, 10*time.Second, "the webhook server to serve", func() error { return srv.StartedChecker()(nil) })
-	} else {
-		wait.For(t, 10*time.Second, "the webhook server to listen", func() error {
-			c, err := net.Dial("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
-			if err != nil {
-				return err
-			}
-			return c.Close()
-		})
-	}
+	wait.For(t, 10*time.Second, "the webhook server to serve", func() error { return srv.StartedChecker()(nil) })
 	return net.JoinHostPort(o.Host, strconv.Itoa(o.Port))
 }
 
-func get(addr string, cert *tls.Certificate, pool *x509.CertPool) error {
+func get(addr string, pool *x509.CertPool) error {
 	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}
-	if cert != nil {
-		cfg.Certificates = []tls.Certificate{*cert}
-	}
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}}
 	rsp, err := c.Get("https://" + addr + "/ok")
 	if err != nil {
@@ -135,7 +122,7 @@ func TestServerConnections(t *testing.T) {
 	pool.AddCert(cert.Leaf)
 	addr := startServer(t, ServerOptions{CertDir: dir, MaxConnections: 2, ReadHeaderTimeout: time.Second})
 
-	if err := get(addr, nil, pool); err != nil {
+	if err := get(addr, pool); err != nil {
 		t.Fatalf("GET /ok over TLS: %v", err)
 	}
 
@@ -166,7 +153,7 @@ func TestServerConnections(t *testing.T) {
 		}
 	}
 	t.Logf("silent connections closed after %v", time.Since(start))
-	if err := get(addr, nil, pool); err != nil {
+	if err := get(addr, pool); err != nil {
 		t.Errorf("GET /ok once the silent connections are closed: %v", err)
 	}
 }
@@ -195,21 +182,4 @@ func TestServerSlowBody(t *testing.T) {
 		t.Errorf("a request whose body stops: want the server to end it within 5s, got nothing")
 	}
 	t.Logf("slow request ended by the server after %v", time.Since(start))
-}
-
-// TestServerClientCA checks that with ClientCAFile a client must present a
-// certificate the CA signed.
-func TestServerClientCA(t *testing.T) {
-	dir := t.TempDir()
-	cert := writeCert(t, dir)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert.Leaf)
-	addr := startServer(t, ServerOptions{CertDir: dir, ClientCAFile: filepath.Join(dir, "ca.crt")})
-
-	if err := get(addr, nil, pool); err == nil {
-		t.Errorf("GET /ok without a client certificate: want it refused, got it served")
-	}
-	if err := get(addr, &cert, pool); err != nil {
-		t.Errorf("GET /ok with a client certificate the CA signed: %v", err)
-	}
 }
