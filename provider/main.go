@@ -64,8 +64,10 @@ type cli struct {
 	MaxReconcileRate int           `default:"50" env:"MAX_RECONCILE_RATE" help:"Most reconciles per second, across all controllers. Also the number of concurrent reconciles per controller. The Widget API is protected separately (the provider backs off on 429s); this bounds the provider's own CPU and kube-apiserver load."`
 	SyncInterval     time.Duration `default:"1h" help:"How often the informer cache is fully resynced."`
 
-	ChangeFeed bool          `default:"true" negatable:"" help:"Follow the Widget API change feed to repair out-of-band changes within seconds (--no-change-feed relies on polling only)."`
-	FeedWait   time.Duration `default:"30s" help:"Long-poll duration of change feed requests."`
+	ChangeFeed           bool          `default:"true" negatable:"" help:"Follow the Widget API change feed to repair out-of-band changes within seconds (--no-change-feed relies on polling only)."`
+	FeedWait             time.Duration `default:"30s" help:"Long-poll duration of change feed requests."`
+	MaxFeeds             int           `default:"256" help:"Most Widget API change feeds followed at once (one per distinct endpoint, token and CA bundle). Resources of connections beyond it are repaired by polling."`
+	MaxFeedsPerNamespace int           `default:"8" help:"Most change feeds followed for the ProviderConfigs of one namespace (ClusterProviderConfigs count only towards --max-feeds)."`
 
 	EnableManagementPolicies bool `default:"true" negatable:"" env:"ENABLE_MANAGEMENT_POLICIES" help:"Honour spec.managementPolicies (e.g. Observe-only import)."`
 	SafeStart                bool `default:"true" negatable:"" help:"Start each managed resource controller only once its CRD exists (Crossplane v2 safe-start: CRDs appear when activated)."`
@@ -211,7 +213,10 @@ func run(c *cli) error {
 	}
 	if c.ChangeFeed {
 		fm := feed.NewManager(log.WithValues("component", "change-feed"), own,
-			feed.WithWait(c.FeedWait), feed.WithIdleTimeout(max(3*c.PollInterval, 15*time.Minute)), feed.WithRecentWidgets(recent))
+			feed.WithWait(c.FeedWait), feed.WithIdleTimeout(max(3*c.PollInterval, 15*time.Minute)), feed.WithRecentWidgets(recent),
+			// Reconciles the feeds request, in all, are bounded like
+			// the controllers' own, shared in turns between namespaces.
+			feed.WithMaxFollowers(c.MaxFeeds, c.MaxFeedsPerNamespace), feed.WithRequeueRate(float64(c.MaxReconcileRate)))
 		if err := mgr.Add(fm); err != nil {
 			return fmt.Errorf("cannot add the change feed manager: %w", err)
 		}

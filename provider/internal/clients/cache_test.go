@@ -265,3 +265,22 @@ func selfSignedPEM(t *testing.T) string {
 	}
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 }
+
+// TestConnectionNamespace checks that a connection names the tenant that
+// controls it: the namespace of a namespaced ProviderConfig, none for a
+// ClusterProviderConfig.
+func TestConnectionNamespace(t *testing.T) {
+	kube := fakes.NewKube(teamPC("team-a", "https://widgets.example.com", ""), teamSecret("team-a", apitest.TokenA),
+		clusterPC("https://widgets.example.com"), tokenSecret(testSystemNS, apitest.TokenA))
+	r := NewResolver(kube)
+	if got := resolveIn(t, r, "team-a").Namespace; got != "team-a" {
+		t.Errorf("a namespaced ProviderConfig's connection: want namespace team-a, got %q", got)
+	}
+	c, err := r.Resolve(t.Context(), nsMR(&xpv2.ProviderConfigReference{Kind: nsv1alpha1.ClusterProviderConfigKind, Name: testPC}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Namespace != "" {
+		t.Errorf("a ClusterProviderConfig's connection: want no namespace, got %q", c.Namespace)
+	}
+}

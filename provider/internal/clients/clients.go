@@ -36,6 +36,13 @@ type Connection struct {
 	Key string
 	// Endpoint is the Widget API URL.
 	Endpoint string
+	// Namespace is the namespace of the ProviderConfig the connection
+	// comes from: the tenant that controls its endpoint, token and CA
+	// bundle. It is empty for a ClusterProviderConfig or a cluster-scoped
+	// ProviderConfig, which only a platform team can write. Per-tenant
+	// shares (of change feeds, of the reconciles they trigger) are kept
+	// by it.
+	Namespace string
 }
 
 // A Resolver turns managed resources into Connections. It is safe for
@@ -138,7 +145,11 @@ func (r *Resolver) Resolve(ctx context.Context, mg resource.Managed) (*Connectio
 	if err != nil {
 		return nil, errors.Wrapf(err, "invalid endpoint in %s", describe(pc))
 	}
-	return &Connection{Client: c, Key: key, Endpoint: spec.Endpoint}, nil
+	conn := &Connection{Client: c, Key: key, Endpoint: spec.Endpoint}
+	if _, ok := pc.(*nsv1alpha1.ProviderConfig); ok {
+		conn.Namespace = pc.GetNamespace()
+	}
+	return conn, nil
 }
 
 // providerConfig tracks usage and returns mg's ProviderConfig, whatever its

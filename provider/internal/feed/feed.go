@@ -34,16 +34,34 @@ type watcher struct {
 
 // Manager runs one follower per connection. It is a controller-runtime
 // Runnable that needs leader election: only the leader follows.
+//
+// What a tenant's ProviderConfig can make it do is bounded: at most
+// maxFollowers followers in all and maxPerNamespace per namespace
+// (connections beyond them rely on polling), followers no resource uses are
+// stopped, and the requests the feeds make reach the controllers at most
+// at the requeue rate in total, taking turns between tenants (see
+// fairQueue).
 type Manager struct {
 	log     logging.Logger
 	metrics *metrics.Metrics
 	idle    time.Duration
 	wait    time.Duration
+	// emptyIdle is how long a follower no resource follows any more is
+	// kept (at most idle).
+	emptyIdle time.Duration
+
+	maxFollowers, maxPerNamespace int
+	queue                         *fairQueue
 
 	mu        sync.Mutex
 	ctx       context.Context
 	sources   map[string]chan event.GenericEvent
 	followers map[string]*follower
+	// perNamespace counts the followers of connections from each
+	// namespace's ProviderConfigs.
+	perNamespace map[string]int
+	// connOf is the connection key each watcher follows through.
+	connOf map[watcher]string
 	// changed are the resources queued because their widget changed and
 	// not reconciled since (see Changed).
 	changed map[watcher]struct{}
@@ -62,6 +80,10 @@ type follower struct {
 	cancel   context.CancelFunc
 	lastUsed time.Time
 	endpoint string
+	// namespace is the connection's (see clients.Connection.Namespace);
+	// share is its turn in the fair queue: the namespace, or the
+	// connection for a cluster-scoped one.
+	namespace, share string
 	// watchers are, by widget name, the managed resources that care about
 	// it: usually one, so a slice (a map per widget took 900 bytes of heap
 	// per widget, 9 MB at 10,000).
@@ -122,6 +144,33 @@ func WithIdleTimeout(d time.Duration) Option { return func(m *Manager) { m.idle 
 // WithWait sets the long-poll duration (default 30s).
 func WithWait(d time.Duration) Option { return func(m *Manager) { m.wait = d } }
 
+// Defaults of the bounds a Manager keeps (see the options).
+const (
+	DefaultMaxFollowers    = 256
+	DefaultMaxPerNamespace = 8
+	DefaultRequeueRate     = 50.0
+	// EmptyFollowerIdle is how long a follower that no resource follows
+	// any more (they were deleted, or moved to another connection) is
+	// kept.
+	EmptyFollowerIdle = time.Minute
+)
+
+// WithMaxFollowers bounds the followers: at most total in all, and at most
+// perNamespace for connections from one namespace's ProviderConfigs (those
+// of cluster-scoped configs count only towards total). The resources of a
+// connection beyond them are not requeued by its feed: their polls find
+// changes. Defaults: DefaultMaxFollowers, DefaultMaxPerNamespace.
+func WithMaxFollowers(total, perNamespace int) Option {
+	return func(m *Manager) { m.maxFollowers, m.maxPerNamespace = total, perNamespace }
+}
+
+// WithRequeueRate bounds the requests all feeds together make, per second
+// (with bursts of as many), shared in turns between namespaces (default
+// DefaultRequeueRate).
+func WithRequeueRate(perSecond float64) Option {
+	return func(m *Manager) { m.queue = newFairQueue(perSecond, int(max(perSecond, 1))) }
+}
+
 // WithRecentWidgets makes every change the feed reports forget the changed
 // widget in r, and a resync (the feed fell behind) every widget of the
 // connection.
@@ -130,7 +179,9 @@ func WithRecentWidgets(r *clients.RecentWidgets) Option { return func(m *Manager
 // NewManager returns a Manager. Add it to the controller manager so it
 // starts.
 func NewManager(log logging.Logger, m *metrics.Metrics, opts ...Option) *Manager {
-	fm := &Manager{log: log, metrics: m, idle: 15 * time.Minute, wait: 30 * time.Second, sources: map[string]chan event.GenericEvent{}, followers: map[string]*follower{}, changed: map[watcher]struct{}{}}
+	fm := &Manager{log: log, metrics: m, idle: 15 * time.Minute, wait: 30 * time.Second, emptyIdle: EmptyFollowerIdle,
+		maxFollowers: DefaultMaxFollowers, maxPerNamespace: DefaultMaxPerNamespace, queue: newFairQueue(DefaultRequeueRate, int(DefaultRequeueRate)),
+		sources: map[string]chan event.GenericEvent{}, followers: map[string]*follower{}, perNamespace: map[string]int{}, connOf: map[watcher]string{}, changed: map[watcher]struct{}{}}
 	for _, o := range opts {
 		o(fm)
 	}
@@ -169,6 +220,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Lock()
 	m.ctx = ctx
 	m.mu.Unlock()
+	go m.queue.run(ctx, m.deliver)
 	t := time.NewTicker(max(min(m.idle/2, time.Minute), time.Millisecond))
 	defer t.Stop()
 	for {
@@ -181,14 +233,32 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 }
 
+// reap stops the followers no reconcile has used for the idle timeout, and
+// those no resource follows any more after EmptyFollowerIdle.
 func (m *Manager) reap() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for key, f := range m.followers {
-		if time.Since(f.lastUsed) > m.idle {
-			f.cancel()
-			delete(m.followers, key)
+		unused := time.Since(f.lastUsed)
+		if unused > m.idle || len(f.widgetOf) == 0 && unused > min(m.emptyIdle, m.idle) {
+			m.stop(key, f)
 			m.log.Debug("Stopped following an idle Widget API change feed", "endpoint", f.endpoint)
+		}
+	}
+}
+
+// stop stops f, the follower of connection key. The caller holds m.mu.
+func (m *Manager) stop(key string, f *follower) {
+	f.cancel()
+	delete(m.followers, key)
+	if f.namespace != "" {
+		if m.perNamespace[f.namespace]--; m.perNamespace[f.namespace] <= 0 {
+			delete(m.perNamespace, f.namespace)
+		}
+	}
+	for w := range f.widgetOf {
+		if m.connOf[w] == key {
+			delete(m.connOf, w)
 		}
 	}
 }
@@ -204,14 +274,31 @@ func (m *Manager) Follow(c *clients.Connection, kind, widget string, key types.N
 	}
 	f, ok := m.followers[c.Key]
 	if !ok {
+		if !m.room(c) {
+			return
+		}
 		f = m.start(c)
 		m.followers[c.Key] = f
+		if c.Namespace != "" {
+			m.perNamespace[c.Namespace]++
+		}
 	}
 	f.lastUsed = time.Now()
 	if widget == "" {
 		return
 	}
 	w := watcher{kind: kind, key: key}
+	if prev, ok := m.connOf[w]; ok && prev != c.Key {
+		// The resource moved to another connection: the old one's feed
+		// no longer concerns it.
+		if pf, ok := m.followers[prev]; ok {
+			if old, ok := pf.widgetOf[w]; ok {
+				pf.unwatch(old, w)
+				delete(pf.widgetOf, w)
+			}
+		}
+	}
+	m.connOf[w] = c.Key
 	if old, ok := f.widgetOf[w]; ok && old != widget {
 		f.unwatch(old, w)
 	}
@@ -221,19 +308,32 @@ func (m *Manager) Follow(c *clients.Connection, kind, widget string, key types.N
 	f.widgetOf[w] = widget
 }
 
+// room reports whether a follower for c fits within the bounds. The caller
+// holds m.mu.
+func (m *Manager) room(c *clients.Connection) bool {
+	if len(m.followers) >= m.maxFollowers {
+		return false
+	}
+	return c.Namespace == "" || m.perNamespace[c.Namespace] < m.maxPerNamespace
+}
+
 // Forget stops requeueing the resource key of kind for changes to its
 // widget: the resource is gone. Without it every deleted resource would stay
 // a watcher for as long as its connection is followed.
 func (m *Manager) Forget(kind string, key types.NamespacedName) {
 	w := watcher{kind: kind, key: key}
+	m.queue.remove(w)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.changed, w)
-	for _, f := range m.followers {
-		if widget, ok := f.widgetOf[w]; ok {
-			f.unwatch(widget, w)
-			delete(f.widgetOf, w)
-		}
+	f, ok := m.followers[m.connOf[w]]
+	delete(m.connOf, w)
+	if !ok {
+		return
+	}
+	if widget, ok := f.widgetOf[w]; ok {
+		f.unwatch(widget, w)
+		delete(f.widgetOf, w)
 	}
 }
 
@@ -284,18 +384,21 @@ func (m *Manager) Seen(c *clients.Connection, kind, widget string, key types.Nam
 // start starts following c. The caller holds m.mu.
 func (m *Manager) start(c *clients.Connection) *follower {
 	ctx, cancel := context.WithCancel(m.ctx)
-	f := &follower{cancel: cancel, endpoint: c.Endpoint, watchers: map[string][]watch{}, widgetOf: map[watcher]string{}}
+	f := &follower{cancel: cancel, endpoint: c.Endpoint, namespace: c.Namespace, share: "namespace/" + c.Namespace, watchers: map[string][]watch{}, widgetOf: map[watcher]string{}}
+	if c.Namespace == "" {
+		f.share = "connection/" + c.Key
+	}
 	fl := c.Client.NewFollower(func(ctx context.Context, ch widgetapi.Change) {
 		m.metrics.FeedChanges.WithLabelValues(string(ch.Type)).Inc()
 		// Forgotten before the resources that follow the widget are
 		// queued: their reconciles read the widget as it is now.
 		m.recent.Forget(c.Key, ch.Widget)
-		m.enqueue(ctx, f, &ch)
+		m.enqueue(f, &ch)
 	})
 	fl.Wait = m.wait
 	fl.OnResync = func(ctx context.Context) {
 		m.recent.ForgetConnection(c.Key)
-		m.enqueue(ctx, f, nil)
+		m.enqueue(f, nil)
 	}
 	fl.OnPoll = func() { f.live.Store(true) }
 	fl.OnError = func(err error, retryIn time.Duration) {
@@ -309,15 +412,12 @@ func (m *Manager) start(c *clients.Connection) *follower {
 	return f
 }
 
-// enqueue queues every resource watching ch's widget (nil: all of f's)
-// that has not already seen the widget as it was after ch.
-func (m *Manager) enqueue(ctx context.Context, f *follower, ch *widgetapi.Change) {
-	type send struct {
-		ch  chan event.GenericEvent
-		key types.NamespacedName
-	}
+// enqueue queues, in f's share of the fair queue, every resource watching
+// ch's widget (nil: all of f's) that has not already seen the widget as it
+// was after ch.
+func (m *Manager) enqueue(f *follower, ch *widgetapi.Change) {
 	m.mu.Lock()
-	var todo []send
+	var todo []watcher
 	skipped := 0
 	visit := func(ws []watch) {
 		for _, x := range ws {
@@ -325,11 +425,8 @@ func (m *Manager) enqueue(ctx context.Context, f *follower, ch *widgetapi.Change
 				skipped++
 				continue
 			}
-			if src, ok := m.sources[x.kind]; ok {
-				todo = append(todo, send{ch: src, key: x.key})
-				if ch != nil && len(m.changed) < maxChanged {
-					m.changed[x.watcher] = struct{}{}
-				}
+			if _, ok := m.sources[x.kind]; ok {
+				todo = append(todo, x.watcher)
 			}
 		}
 	}
@@ -342,14 +439,27 @@ func (m *Manager) enqueue(ctx context.Context, f *follower, ch *widgetapi.Change
 	}
 	m.mu.Unlock()
 	m.metrics.FeedSkips.Add(float64(skipped))
-	// Send without the lock: a full channel must not block Follow.
-	for _, x := range todo {
-		obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: x.key.Namespace, Name: x.key.Name}}
-		select {
-		case x.ch <- event.GenericEvent{Object: obj}:
-			m.metrics.FeedEnqueues.Inc()
-		case <-ctx.Done():
-			return
-		}
+	for _, w := range todo {
+		m.queue.add(f.share, w, ch != nil)
+	}
+}
+
+// deliver sends the fair queue's request for w to its controller; changed
+// says it was made because w's widget changed (see Changed).
+func (m *Manager) deliver(ctx context.Context, w watcher, changed bool) {
+	m.mu.Lock()
+	src, ok := m.sources[w.kind]
+	if ok && changed && len(m.changed) < maxChanged {
+		m.changed[w] = struct{}{}
+	}
+	m.mu.Unlock()
+	if !ok {
+		return
+	}
+	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: w.key.Namespace, Name: w.key.Name}}
+	select {
+	case src <- event.GenericEvent{Object: obj}:
+		m.metrics.FeedEnqueues.Inc()
+	case <-ctx.Done():
 	}
 }
