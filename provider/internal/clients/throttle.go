@@ -27,7 +27,18 @@ type Throttle struct {
 
 	mu    sync.Mutex
 	conns map[string]*pace
+	// swept is len(conns) after the last sweep of stale entries, at
+	// sweptAt.
+	swept   int
+	sweptAt time.Time
 }
+
+// StaleThrottle is how long after its last 429 (and the end of its
+// Retry-After) a connection's pace is forgotten even if no successful call
+// raised it back: a connection no longer used - a rotated token, a deleted
+// ProviderConfig - must not be remembered for ever. One that is still
+// limited gets a 429 again and starts over.
+const StaleThrottle = 10 * time.Minute
 
 type pace struct {
 	until   time.Time     // no calls before this (Retry-After)
@@ -68,6 +79,7 @@ func (t *Throttle) Throttled(key string, retryAfter time.Duration) {
 	defer t.mu.Unlock()
 	p, ok := t.conns[key]
 	if !ok {
+		t.sweep()
 		p = &pace{}
 		t.conns[key] = p
 	}
@@ -103,4 +115,21 @@ func (t *Throttle) Succeeded(key string) {
 		return
 	}
 	p.lim.SetLimitAt(t.now(), l)
+}
+
+// sweep forgets stale paces each time the map has doubled since the last
+// sweep, or StaleThrottle has passed, so it stays near the number of
+// connections throttled in StaleThrottle. The caller holds t.mu.
+func (t *Throttle) sweep() {
+	now := t.now()
+	if len(t.conns) < 2*t.swept+64 && now.Sub(t.sweptAt) < StaleThrottle {
+		return
+	}
+	t.sweptAt = now
+	for k, p := range t.conns {
+		if now.Sub(p.until) > StaleThrottle && now.Sub(p.lowered) > StaleThrottle {
+			delete(t.conns, k)
+		}
+	}
+	t.swept = len(t.conns)
 }

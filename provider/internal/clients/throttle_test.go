@@ -1,6 +1,7 @@
 package clients
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -199,5 +200,25 @@ func TestThrottleRate(t *testing.T) {
 				t.Errorf("%s\nconnection tracked: got %t, want %t", tc.reason, limited, !tc.wantUnlimited)
 			}
 		})
+	}
+}
+
+// TestThrottleForgetsStaleConnections checks that the paces of connections
+// throttled long ago and not used since are forgotten, so the Throttle does
+// not grow with every token or endpoint ever throttled.
+func TestThrottleForgetsStaleConnections(t *testing.T) {
+	th, clk := newTestThrottle()
+	for i := range 1000 {
+		th.Throttled(fmt.Sprintf("old-%d", i), time.Second)
+	}
+	clk.advance(StaleThrottle + time.Minute)
+	for i := range 100 {
+		th.Throttled(fmt.Sprintf("new-%d", i), time.Second)
+	}
+	if got := len(th.conns); got > 200 {
+		t.Errorf("paces after 1,000 stale and 100 fresh throttled connections: want at most 200, got %d", got)
+	}
+	if th.Admit("new-0") == 0 {
+		t.Errorf("a freshly throttled connection was forgotten")
 	}
 }
