@@ -16,7 +16,7 @@ import (
 // poll could have waited) and feed_expired answers back off exponentially,
 // with jitter, up to MaxBackoff, so a server that always says "expired"
 // gets a resync at most every MaxBackoff; and a poll that the server holds
-// longer than Wait plus PollTimeoutSlack is abandoned.
+// longer than Wait plus Slack is abandoned.
 type Follower struct {
 	client *Client
 
@@ -43,16 +43,16 @@ type Follower struct {
 	// (default 250ms): at most four polls a second, however fast the
 	// server answers.
 	MinInterval time.Duration
+	// Slack is how much longer than Wait a poll may take before the
+	// follower gives up on it and polls again (default 30s): a server
+	// that holds polls for ever does not stop the feed for good.
+	Slack time.Duration
 }
-
-// PollTimeoutSlack is how much longer than its Wait a poll may take before
-// the follower gives up on it and polls again.
-const PollTimeoutSlack = 30 * time.Second
 
 // NewFollower returns a follower that reads the feed through c. Set Handle
 // before calling Run.
 func (c *Client) NewFollower(handle func(ctx context.Context, c Change)) *Follower {
-	return &Follower{client: c, Handle: handle, Wait: 30 * time.Second, MinBackoff: 200 * time.Millisecond, MaxBackoff: 30 * time.Second, MinInterval: 250 * time.Millisecond}
+	return &Follower{client: c, Handle: handle, Wait: 30 * time.Second, MinBackoff: 200 * time.Millisecond, MaxBackoff: 30 * time.Second, MinInterval: 250 * time.Millisecond, Slack: 30 * time.Second}
 }
 
 // Run follows the feed from the change after `from` until ctx is done, and
@@ -139,10 +139,9 @@ func (f *Follower) Run(ctx context.Context, from int64) int64 {
 	return pos
 }
 
-// poll long-polls the feed after pos, for at most Wait plus
-// PollTimeoutSlack.
+// poll long-polls the feed after pos, for at most Wait plus Slack.
 func (f *Follower) poll(ctx context.Context, pos int64) (*ChangeList, error) {
-	ctx, cancel := context.WithTimeout(ctx, f.Wait+PollTimeoutSlack)
+	ctx, cancel := context.WithTimeout(ctx, f.Wait+f.Slack)
 	defer cancel()
 	return f.client.Changes(ctx, ChangesOptions{After: pos, Wait: f.Wait})
 }

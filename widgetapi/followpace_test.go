@@ -100,3 +100,31 @@ func TestFollowerPacing(t *testing.T) {
 		})
 	}
 }
+
+// TestFollowerAbandonsHeldPolls checks that a poll the server holds longer
+// than Wait plus Slack is given up and made again, rather than stopping the
+// feed for good.
+func TestFollowerAbandonsHeldPolls(t *testing.T) {
+	var polls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("after") == "latest" {
+			fmt.Fprint(w, `{"changes":[],"latestSeq":1}`)
+			return
+		}
+		polls.Add(1)
+		<-r.Context().Done() // held until the client gives up
+	}))
+	t.Cleanup(srv.Close)
+	c, err := widgetapi.New(srv.URL, widgetapi.WithRetryPolicy(widgetapi.RetryPolicy{Attempts: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := c.NewFollower(func(context.Context, widgetapi.Change) {})
+	f.Wait, f.Slack = 100*time.Millisecond, 100*time.Millisecond
+	runCtx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+	defer cancel()
+	f.Run(runCtx, widgetapi.FromLatest)
+	if got := polls.Load(); got < 2 {
+		t.Errorf("polls in 1.5s when each is held for ever and abandoned after 200ms: want at least 2, got %d", got)
+	}
+}
