@@ -55,6 +55,7 @@ func TestAPIServer(t *testing.T) {
 	t.Run("Conversion", func(t *testing.T) { testConversion(t, c) })
 	t.Run("Annotation", func(t *testing.T) { testAnnotation(t, c) })
 	t.Run("ReviewSize", func(t *testing.T) { testReviewSize(t, c, reviews) })
+	t.Run("Examples", func(t *testing.T) { testExamples(t, c) })
 }
 
 const testNamespace = "team-a"
