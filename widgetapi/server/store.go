@@ -303,9 +303,9 @@ func (t *tx) appendChange(project string, c widgetapi.Change) error {
 		// more after a migration, whose entries have gaps.
 		prefix := []byte(project + sep)
 		end := feedKey(project, h.floor)
-		c := b.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && bytes.Compare(k, end) <= 0; k, _ = c.Seek(prefix) {
-			if err := c.Delete(); err != nil {
+		cur := b.Cursor()
+		for k, _ := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && bytes.Compare(k, end) <= 0; k, _ = cur.Seek(prefix) {
+			if err := cur.Delete(); err != nil {
 				return err
 			}
 		}
@@ -342,7 +342,7 @@ func migrateFeed(tx *bolt.Tx) error {
 	}
 	base := feedHead{latest: seqToInt(old.Sequence())}
 	base.floor = base.latest
-	if k, _ := old.Cursor().First(); k != nil {
+	if k, _ := old.Cursor().First(); len(k) == 8 {
 		base.floor = seqToInt(binary.BigEndian.Uint64(k)) - 1
 	}
 	if err := tx.Bucket(bucketMeta).Put(metaFeedBase, base.bytes()); err != nil {
@@ -350,8 +350,11 @@ func migrateFeed(tx *bolt.Tx) error {
 	}
 	feed, heads := tx.Bucket(bucketFeed), tx.Bucket(bucketFeedHeads)
 	err := old.ForEach(func(k, v []byte) error {
+		if len(k) != 8 {
+			return fmt.Errorf("change feed entry with a key of %d bytes, want 8", len(k))
+		}
 		r := changeRecord{}
-		if err := json.Unmarshal(v, &r); err != nil || len(k) != 8 {
+		if err := json.Unmarshal(v, &r); err != nil {
 			return fmt.Errorf("cannot decode change feed entry: %w", err)
 		}
 		r.Change.Seq = seqToInt(binary.BigEndian.Uint64(k))
