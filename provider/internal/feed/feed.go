@@ -272,6 +272,18 @@ func (m *Manager) Follow(c *clients.Connection, kind, widget string, key types.N
 	if m.ctx == nil || m.ctx.Err() != nil {
 		return
 	}
+	w := watcher{kind: kind, key: key}
+	if prev, ok := m.connOf[w]; ok && prev != c.Key {
+		// The resource moved to another connection: the old one's feed
+		// no longer concerns it.
+		if pf, ok := m.followers[prev]; ok {
+			if old, ok := pf.widgetOf[w]; ok {
+				pf.unwatch(old, w)
+				delete(pf.widgetOf, w)
+			}
+		}
+		delete(m.connOf, w)
+	}
 	f, ok := m.followers[c.Key]
 	if !ok {
 		if !m.room(c) {
@@ -286,17 +298,6 @@ func (m *Manager) Follow(c *clients.Connection, kind, widget string, key types.N
 	f.lastUsed = time.Now()
 	if widget == "" {
 		return
-	}
-	w := watcher{kind: kind, key: key}
-	if prev, ok := m.connOf[w]; ok && prev != c.Key {
-		// The resource moved to another connection: the old one's feed
-		// no longer concerns it.
-		if pf, ok := m.followers[prev]; ok {
-			if old, ok := pf.widgetOf[w]; ok {
-				pf.unwatch(old, w)
-				delete(pf.widgetOf, w)
-			}
-		}
 	}
 	m.connOf[w] = c.Key
 	if old, ok := f.widgetOf[w]; ok && old != widget {
