@@ -9,6 +9,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/widgetco/crossplane-widget/provider/internal/clients"
@@ -221,5 +222,38 @@ func TestFairQueue(t *testing.T) {
 	}
 	if n := q.len(); n != 0 {
 		t.Errorf("pending after all were taken: want 0, got %d", n)
+	}
+}
+
+// TestChangeTypeLabels checks that change types the contract does not name
+// are counted under one label: a server cannot add a metric series per
+// string it makes up.
+func TestChangeTypeLabels(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("after") == "latest" {
+			fmt.Fprint(w, `{"changes":[],"latestSeq":1}`)
+			return
+		}
+		fmt.Fprint(w, `{"changes":[`)
+		for i := range 50 {
+			if i > 0 {
+				fmt.Fprint(w, ",")
+			}
+			fmt.Fprintf(w, `{"seq":%d,"type":"made-up-%d","widget":"w","generation":1,"time":"2026-01-01T00:00:00Z"}`, i+2, i)
+		}
+		fmt.Fprint(w, `,{"seq":60,"type":"widget.updated","widget":"w","generation":1,"time":"2026-01-01T00:00:00Z"}],"latestSeq":60}`)
+	}))
+	t.Cleanup(hs.Close)
+	met := metrics.New()
+	m := NewManager(logging.NewNopLogger(), met)
+	start(t, m)
+	m.Follow(connection(t, hs.URL, "evil"), kindWidget, "w", mrA)
+	eventually(t, "the made-up changes to be counted", func() bool { return counter(t, met.FeedChanges.WithLabelValues("unknown")) >= 50 })
+	series := make(chan prometheus.Metric, 100)
+	met.FeedChanges.Collect(series)
+	close(series)
+	if got := len(series); got != 2 {
+		t.Errorf("change type series after 50 made-up types and one known: want 2 (unknown, widget.updated), got %d", got)
 	}
 }

@@ -390,7 +390,7 @@ func (m *Manager) start(c *clients.Connection) *follower {
 		f.share = "connection/" + c.Key
 	}
 	fl := c.Client.NewFollower(func(ctx context.Context, ch widgetapi.Change) {
-		m.metrics.FeedChanges.WithLabelValues(string(ch.Type)).Inc()
+		m.metrics.FeedChanges.WithLabelValues(typeLabel(ch.Type)).Inc()
 		// Forgotten before the resources that follow the widget are
 		// queued: their reconciles read the widget as it is now.
 		m.recent.Forget(c.Key, ch.Widget)
@@ -463,4 +463,16 @@ func (m *Manager) deliver(ctx context.Context, w watcher, changed bool) {
 		m.metrics.FeedEnqueues.Inc()
 	case <-ctx.Done():
 	}
+}
+
+// typeLabel is the metric label of a change type: the type if the contract
+// names it, "unknown" otherwise, so that a server (possibly one a tenant
+// runs) cannot add a metric series per string it makes up.
+func typeLabel(t widgetapi.ChangeType) string {
+	switch t {
+	case widgetapi.ChangeWidgetCreated, widgetapi.ChangeWidgetUpdated, widgetapi.ChangeWidgetState,
+		widgetapi.ChangeWidgetDeleted, widgetapi.ChangeKeyCreated, widgetapi.ChangeKeyDeleted:
+		return string(t)
+	}
+	return "unknown"
 }
