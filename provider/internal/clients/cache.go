@@ -161,3 +161,21 @@ func newTransport(caBundle string) (*http.Transport, error) {
 	}
 	return tr, nil
 }
+
+// knownStatus is the status an observer is told of: the status if the
+// Widget API's contract uses it, else its class (418 is told as 400, 299
+// as 200), and 0 for none. A server - possibly one a tenant runs - cannot
+// add a metric series per status code it makes up.
+func knownStatus(status int) int {
+	switch status {
+	case http.StatusOK, http.StatusCreated, http.StatusNoContent,
+		http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict,
+		http.StatusGone, http.StatusPreconditionFailed, http.StatusUnprocessableEntity, http.StatusTooManyRequests,
+		http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return status
+	}
+	if status >= 100 && status < 600 {
+		return status / 100 * 100
+	}
+	return 0
+}

@@ -11,12 +11,15 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -282,5 +285,28 @@ func TestConnectionNamespace(t *testing.T) {
 	}
 	if c.Namespace != "" {
 		t.Errorf("a ClusterProviderConfig's connection: want no namespace, got %q", c.Namespace)
+	}
+}
+
+// TestObservedStatuses checks that the statuses a Widget API answers reach
+// the observer (and so metric labels) as the contract's codes or their
+// class: a server cannot add a series per code it makes up.
+func TestObservedStatuses(t *testing.T) {
+	var status atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(int(status.Load()))
+	}))
+	t.Cleanup(srv.Close)
+	var got []int
+	r := NewResolver(fakes.NewKube(teamPC("team-a", srv.URL, ""), teamSecret("team-a", apitest.TokenA)),
+		WithRetryPolicy(widgetapi.RetryPolicy{Attempts: 1}),
+		WithObserver(func(_ string, s int, _ time.Duration) { got = append(got, s) }))
+	c := resolveIn(t, r, "team-a")
+	for _, s := range []int{404, 418, 299, 429, 599, 999} {
+		status.Store(int64(s))
+		_, _ = c.Client.GetWidget(t.Context(), "w")
+	}
+	if diff := cmp.Diff([]int{404, 400, 200, 429, 500, 0}, got); diff != "" {
+		t.Errorf("statuses observed: -want, +got:\n%s", diff)
 	}
 }

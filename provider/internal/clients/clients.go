@@ -127,13 +127,10 @@ func (r *Resolver) Resolve(ctx context.Context, mg resource.Managed) (*Connectio
 		return nil, errors.Wrapf(err, "cannot use the caBundle of %s", describe(pc))
 	}
 	key := connectionKey(spec.Endpoint, token, spec.CABundle)
-	observe := r.observe
-	if t := r.throttle; t != nil {
-		observe = func(op string, status int, d time.Duration) {
-			r.observe(op, status, d)
-			if status >= 200 && status < 300 {
-				t.Succeeded(key)
-			}
+	observe := func(op string, status int, d time.Duration) {
+		r.observe(op, knownStatus(status), d)
+		if t := r.throttle; t != nil && status >= 200 && status < 300 {
+			t.Succeeded(key)
 		}
 	}
 	c, err := widgetapi.New(spec.Endpoint,
