@@ -194,11 +194,17 @@ func (s *Session) seen(w *widgetapi.Widget) {
 	}
 }
 
-// check throttles the connection and delays the resource after a 429. It
+// MaxRetryAfter bounds how long a 429's Retry-After holds a connection and
+// its resources back: a server (possibly one a tenant runs) that asks for
+// days does not stop its resources from being reconciled for days.
+const MaxRetryAfter = time.Hour
+
+// check throttles the connection and delays the resource after a 429, for
+// the server's Retry-After, at least a second and at most MaxRetryAfter. It
 // returns err.
 func (s *Session) check(err error) error {
 	if d, ok := widgetapi.IsRateLimited(err); ok {
-		d = max(d, time.Second)
+		d = min(max(d, time.Second), MaxRetryAfter)
 		s.sessions.Throttle.Throttled(s.conn.Key, d)
 		s.delay.After(s.req, d)
 	}

@@ -184,6 +184,13 @@ func TestSessionRateLimit(t *testing.T) {
 			calls:      1,
 			want:       want{delay: time.Second},
 		},
+		"HugeRetryAfter": {
+			reason:     "A Retry-After of days holds the resource back for MaxRetryAfter.",
+			status:     http.StatusTooManyRequests,
+			retryAfter: "8640000",
+			calls:      1,
+			want:       want{delay: MaxRetryAfter},
+		},
 		"NotFound": {
 			reason: "A 404 is an answer, not a reason to slow down.",
 			status: http.StatusNotFound,
