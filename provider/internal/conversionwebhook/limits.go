@@ -38,15 +38,15 @@ type Limits struct {
 
 // DefaultLimits are the limits Setup applies unless told otherwise.
 //
-// kube-apiserver sends one object per ConversionReview when it reads from
-// etcd, fills its watch cache, serves a get, list or watch, or converts a
-// write (its storage decodes and converts each object on its own; the API
-// server tests record the largest review they see), and etcd refuses to
-// store an object over 1.5 MiB by default (--max-request-bytes) while
-// kube-apiserver refuses a request body over 3 MiB. 4 MiB and 1000 objects
-// therefore never refuse kube-apiserver, and bound one review to about 50 MiB
-// of allocations (a 4 MiB review of 46,000 tiny objects allocated 985 MiB
-// before these limits).
+// kube-apiserver sends one object per ConversionReview whether it fills its
+// watch cache, serves a get, a list (from the cache or paginated from etcd)
+// or a watch, or converts a write: its storage decodes and converts each
+// object on its own (TestAPIServer/ReviewSize in package apis pins this).
+// etcd refuses to store an object over 1.5 MiB by default
+// (--max-request-bytes) and kube-apiserver refuses a request body over
+// 3 MiB. 4 MiB and 1000 objects therefore never refuse kube-apiserver, and
+// bound one review to about 50 MiB of allocations, four at once to about
+// 200 MiB (TestLimitAllocations measures a refused one).
 var DefaultLimits = Limits{
 	MaxRequestBytes: 4 << 20,
 	MaxObjects:      1000,
