@@ -30,6 +30,10 @@
 # Environment:
 #   WIDGET_TOOLS_CACHE  cache root (default
 #                       ${XDG_CACHE_HOME:-$HOME/.cache}/crossplane-widget/tools)
+#   WIDGET_CORE         "patched": also build Crossplane core with the patches
+#                       in tools/crossplane/patches (crossplane/crossplane#7062
+#                       and #7692, docs/convergence.md), and make `env` point
+#                       CROSSPLANE_BIN at it. Unset: stock core only.
 #
 # Binary names: Crossplane core is `crossplane`; the Crossplane CLI (upstream
 # also calls it `crossplane`, built from cmd/crank) is installed as `crank`.
@@ -41,7 +45,13 @@ CACHE_ROOT=${WIDGET_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/crossplane-wi
 OUTPUT_DIR=${REPO_ROOT}/_output/tools
 
 DEFAULT_TOOLS=(etcd kube-apiserver kube-controller-manager crossplane crank golangci-lint)
-OPTIONAL_TOOLS=(function-patch-and-transform function-auto-ready)
+if [[ ${WIDGET_CORE:-} == patched ]]; then
+	DEFAULT_TOOLS+=(crossplane-patched)
+elif [[ -n ${WIDGET_CORE:-} ]]; then
+	printf 'tools: ERROR: WIDGET_CORE=%s: unset it (stock core) or set it to "patched"\n' "${WIDGET_CORE}" >&2
+	exit 1
+fi
+OPTIONAL_TOOLS=(function-patch-and-transform function-auto-ready crossplane-patched)
 ALL_TOOLS=("${DEFAULT_TOOLS[@]}" "${OPTIONAL_TOOLS[@]}")
 
 log() { printf 'tools: %s\n' "$*" >&2; }
@@ -60,7 +70,7 @@ die() { printf 'tools: ERROR: %s\n' "$*" >&2; exit 1; }
 # T_VERSION, T_PKG, T_LDFLAGS and T_EXTRAS (with the module's go.mod and
 # go.sum) make up the cache key.
 tool_recipe() {
-	T_LDFLAGS="-s -w" T_EXTRAS=""
+	T_LDFLAGS="-s -w" T_EXTRAS="" T_PATCHES=""
 	case "$1" in
 	kube-controller-manager)
 		# Only its garbage collector and namespace controllers are used:
@@ -104,6 +114,16 @@ tool_recipe() {
 		# The Helm chart's RBAC templates give core and the RBAC manager
 		# their ServiceAccounts and permissions in the harness.
 		T_EXTRAS="crds webhookconfigurations charts"
+		;;
+	crossplane-patched)
+		# Core as above, built from a copy of its module source with the
+		# patches in tools/crossplane/patches applied: the same go.mod and
+		# go.sum, the patched copy replacing the module. Opt in with
+		# WIDGET_CORE=patched; make test stays on stock core.
+		tool_recipe crossplane
+		T_BIN=crossplane-patched T_ETA="~2 min" T_ENV=CROSSPLANE_PATCHED_BIN
+		T_PATCHES=$(cd "${TOOLS_DIR}/crossplane/patches" && ls ./*.patch)
+		return
 		;;
 	crank)
 		T_VERSION=v2.2.1 T_MODDIR=crank T_BIN=crank
@@ -151,6 +171,8 @@ tool_key() {
 		cat "${dir}/go.mod" "${dir}/go.sum"
 		printf 'pkg=%s\nldflags=%s\ncgo=0 trimpath\n' "${T_PKG}" "${T_LDFLAGS}"
 		if [[ -n ${T_EXTRAS} ]]; then printf 'extras=%s\n' "${T_EXTRAS}"; fi
+		local p
+		for p in ${T_PATCHES}; do cat "${dir}/patches/${p}"; done
 	} | sha256sum | cut -c1-8)
 	printf '%s-%s-%s\n' "$1" "${T_VERSION}" "${hash}"
 }
@@ -194,7 +216,11 @@ build_tool() {
 	#   modules. -mod=readonly: fail (rather than silently fix) if go.sum is
 	#   incomplete, whatever GOFLAGS says. -buildvcs=false: the binary must
 	#   not depend on the clone's git state. nice: the machine is shared.
-	if ! (cd "${TOOLS_DIR}/${T_MODDIR}" &&
+	local moddir=${TOOLS_DIR}/${T_MODDIR}
+	if [[ -n ${T_PATCHES} ]]; then
+		moddir=$(patched_module "${BUILD_TMP}")
+	fi
+	if ! (cd "${moddir}" &&
 		GOWORK=off CGO_ENABLED=0 nice -n 10 go build \
 			-mod=readonly -trimpath -buildvcs=false \
 			-ldflags "${T_LDFLAGS}" \
@@ -203,6 +229,7 @@ build_tool() {
 	fi
 
 	copy_extras "${BUILD_TMP}"
+	rm -rf "${BUILD_TMP}/src" "${BUILD_TMP}/mod"
 
 	secs=$(($(date +%s) - start))
 	{
@@ -218,6 +245,30 @@ build_tool() {
 	rm -rf "${BUILD_TMP}"
 	BUILD_TMP=""
 	log "built ${name} ${T_VERSION} in $((secs / 60))m$((secs % 60))s"
+}
+
+# patched_module DIR copies the source of the module that provides T_PKG
+# into DIR/src, applies T_PATCHES to it, and prints DIR/mod: a copy of the
+# tool's module (go.mod, go.sum) that replaces that module with DIR/src.
+patched_module() {
+	local dir=$1 mod src p
+	mod=$(cd "${TOOLS_DIR}/${T_MODDIR}" &&
+		GOWORK=off go list -mod=readonly -f '{{.Module.Path}}' "${T_PKG}") ||
+		die "cannot locate the module providing ${T_PKG}"
+	src=$(cd "${TOOLS_DIR}/${T_MODDIR}" &&
+		GOWORK=off go list -mod=readonly -f '{{.Module.Dir}}' "${T_PKG}") ||
+		die "cannot locate the module providing ${T_PKG}"
+	cp -R "${src}" "${dir}/src"
+	chmod -R u+w "${dir}/src"
+	for p in ${T_PATCHES}; do
+		patch --quiet --forward -p1 -d "${dir}/src" <"${TOOLS_DIR}/${T_MODDIR}/patches/${p}" >&2 ||
+			die "patch ${p} does not apply to ${mod} ${T_VERSION}"
+	done
+	mkdir -p "${dir}/mod"
+	cp "${TOOLS_DIR}/${T_MODDIR}/go.mod" "${TOOLS_DIR}/${T_MODDIR}/go.sum" "${dir}/mod/"
+	(cd "${dir}/mod" && GOWORK=off go mod edit -replace "${mod}=../src") ||
+		die "cannot replace ${mod} with the patched copy"
+	printf '%s\n' "${dir}/mod"
 }
 
 # copy_extras DIR copies the T_EXTRAS directories (cluster/<x> of the
@@ -321,6 +372,14 @@ cmd_env() {
 			fi
 		fi
 	done
+	if [[ ${WIDGET_CORE:-} == patched ]]; then
+		if is_cached crossplane-patched; then
+			printf 'export CROSSPLANE_BIN=%q\n' "$(tool_bin crossplane-patched)"
+		else
+			log "warning: WIDGET_CORE=patched but crossplane-patched is not built; run: WIDGET_CORE=patched bash hack/tools.sh"
+			missing=1
+		fi
+	fi
 	if is_cached crossplane; then
 		printf 'export CROSSPLANE_CRDS=%q\n' "$(tool_dir crossplane)/crds"
 		printf 'export CROSSPLANE_WEBHOOK_CONFIGS=%q\n' "$(tool_dir crossplane)/webhookconfigurations"
