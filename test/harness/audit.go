@@ -16,10 +16,13 @@ import (
 
 // auditPolicy makes kube-apiserver record every request a ServiceAccount
 // makes - the package runtimes' requests, made with exactly the permissions
-// Crossplane's RBAC manager gave them - and nothing else.
+// Crossplane's RBAC manager gave them - and nothing else. A watch is
+// recorded when it starts (ResponseStarted) as well as when it ends: client-go
+// informers start with a watch, not a list, and keep it open for minutes, so
+// a run shorter than that would otherwise record none.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
-omitStages: ["RequestReceived", "ResponseStarted"]
+omitStages: ["RequestReceived"]
 rules:
 - level: Metadata
   userGroups: ["system:serviceaccounts"]
@@ -34,7 +37,7 @@ rules:
 // write.
 const auditBodiesPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
-omitStages: ["RequestReceived", "ResponseStarted"]
+omitStages: ["RequestReceived"]
 rules:
 - level: RequestResponse
   userGroups: ["system:serviceaccounts"]
@@ -163,12 +166,17 @@ func (r Request) String() string {
 // Requests returns every kind of request that the ServiceAccounts whose user
 // names start with userPrefix made during the run, read from
 // kube-apiserver's audit log: what a package runtime actually uses of what
-// Crossplane's RBAC manager grants it.
+// Crossplane's RBAC manager grants it. A request recorded at two stages (a
+// watch: started, then ended) counts once; a watch still open counts too.
 func (h *Harness) Requests(userPrefix string) ([]Request, error) {
 	seen := map[Request]int{}
+	ids := map[string]bool{}
 	err := h.eachAuditEvent([]string{`"username":"` + userPrefix}, func(e auditEvent) {
-		if !strings.HasPrefix(e.User.Username, userPrefix) {
+		if !strings.HasPrefix(e.User.Username, userPrefix) || e.AuditID != "" && ids[e.AuditID] {
 			return
+		}
+		if e.AuditID != "" {
+			ids[e.AuditID] = true
 		}
 		r := e.ObjectRef.Resource
 		if e.ObjectRef.Subresource != "" {
@@ -208,6 +216,7 @@ func (h *Harness) Requests(userPrefix string) ([]Request, error) {
 
 // auditEvent is what the checks here read of one audit event.
 type auditEvent struct {
+	AuditID    string                    `json:"auditID"`
 	Verb       string                    `json:"verb"`
 	RequestURI string                    `json:"requestURI"`
 	User       struct{ Username string } `json:"user"`

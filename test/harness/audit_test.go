@@ -25,6 +25,9 @@ func TestAuditChecks(t *testing.T) {
 		`{"verb":"get","requestURI":"/apis?timeout=32s","user":{"username":"sa:provider"},"objectRef":{},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-11-26T04:00:04Z"}`,
 		`{"verb":"list","requestURI":"/apis/widget.m.widgetco.io/v1beta1/widgetkeys","user":{"username":"sa:provider"},"objectRef":{"resource":"widgetkeys","apiGroup":"widget.m.widgetco.io"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-11-26T04:00:04Z"}`,
 		`{"verb":"update","user":{"username":"sa:provider"},"objectRef":{"resource":"widgetkeys","subresource":"status","apiGroup":"widget.m.widgetco.io","namespace":"a","name":"k"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-11-26T04:00:05Z"}`,
+		`{"auditID":"w1","stage":"ResponseStarted","verb":"watch","user":{"username":"sa:provider"},"objectRef":{"resource":"widgets","apiGroup":"widget.m.widgetco.io"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-11-26T04:00:06Z"}`,
+		`{"auditID":"w1","stage":"ResponseComplete","verb":"watch","user":{"username":"sa:provider"},"objectRef":{"resource":"widgets","apiGroup":"widget.m.widgetco.io"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-11-26T04:00:06Z"}`,
+		`{"auditID":"w2","stage":"ResponseStarted","verb":"watch","user":{"username":"sa:provider"},"objectRef":{"resource":"widgets","apiGroup":"widget.m.widgetco.io"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-11-26T04:00:07Z"}`,
 		`not an audit event, "code":403 "resource":"events" "verb":"create"`,
 	}
 	h := &Harness{dir: t.TempDir()}
@@ -68,6 +71,8 @@ func TestAuditChecks(t *testing.T) {
 		{User: "sa:provider", Verb: "list", Resource: "secrets", Namespaced: true, Count: 2},
 		{User: "sa:provider", Verb: "list", Resource: "widgetkeys.widget.m.widgetco.io", Count: 1},
 		{User: "sa:provider", Verb: "update", Resource: "widgetkeys/status.widget.m.widgetco.io", Namespaced: true, Count: 1},
+		// One watch that ended (two stages, counted once), one still open.
+		{User: "sa:provider", Verb: "watch", Resource: "widgets.widget.m.widgetco.io", Count: 2},
 	}
 	if diff := cmp.Diff(wantRq, rq); diff != "" {
 		t.Errorf("Requests(%q): -want, +got:\n%s", "sa:prov", diff)
