@@ -37,6 +37,7 @@ type e2eEnv struct {
 	provURL string // provider-widget's leader's metrics URL
 	provBin string
 	setup   time.Duration
+	variant *e2eVariant // how the run's claims are composed; nil: function-widget
 }
 
 func startE2E(t *testing.T, b *bench, providerArgs ...string) *e2eEnv {

@@ -162,6 +162,9 @@ func (e *e2eEnv) kinds(t *testing.T, mix []*e2eKind) []*e2eKind {
 	for _, k := range mix {
 		c := *k
 		c.newObject, c.keys = e.exampleMaker(t, k.example)
+		if k.gvk == gvkClaim {
+			c.newObject = e.variant.selectComposition(c.newObject)
+		}
 		ks = append(ks, &c)
 	}
 	return ks

@@ -1,6 +1,9 @@
 package bench
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,24 +74,43 @@ func e2eSection(t *testing.T, b *bench) string {
 	runs := envInt("WIDGET_BENCH_E2E_RUNS", 1)
 	steady := time.Duration(envInt("WIDGET_BENCH_E2E_STEADY_SECONDS", 60)) * time.Second
 	mix := e2eMix(t)
+	variants := e2eVariants(t, mix)
 	// controller-runtime's clients log API warnings through its logger.
 	ctrllog.SetLogger(logr.Discard())
-	rs := make([]*e2eRun, 0, runs)
-	var env *e2eEnv
-	for i := range runs {
-		// A fresh control plane each run, so that runs are alike.
-		env = startE2E(t, b)
-		r := env.run(t, n, steady, mix)
-		env.stop()
-		t.Logf("e2e run %d: %d of %d Ready in %s, p50 %s, p99 %s", i+1, r.ready, n, r.allReady.Round(10*time.Millisecond),
-			quantile(r.toReady, .5).Round(10*time.Millisecond), quantile(r.toReady, .99).Round(10*time.Millisecond))
-		if r.mixed() {
-			for _, k := range r.kinds {
-				t.Logf("e2e run %d: %s %d of %d Ready in %s, p50 %s, p99 %s", i+1, k.kind.many, k.ready, k.n, k.allReady.Round(10*time.Millisecond),
-					quantile(k.toReady, .5).Round(10*time.Millisecond), quantile(k.toReady, .99).Round(10*time.Millisecond))
-			}
-		}
-		rs = append(rs, r)
+	vrs := make([]*variantRuns, 0, len(variants))
+	for _, v := range variants {
+		vrs = append(vrs, &variantRuns{v: v})
 	}
-	return e2eMarkdown(t, b, env, rs)
+	for i := range runs {
+		// A fresh control plane each run and variant, so that runs are
+		// alike and no variant inherits another's objects, watches or
+		// queues.
+		for _, v := range variantOrder(variants, i) {
+			vr := vrs[slices.IndexFunc(vrs, func(vr *variantRuns) bool { return vr.v == v })]
+			env := startE2E(t, b)
+			env.variant = v
+			if v.install != nil {
+				v.install(t.Context(), t, env)
+			}
+			r := env.run(t, n, steady, mix)
+			env.stop()
+			logRun(t, v, i, n, r)
+			if r.mixed() {
+				for _, k := range r.kinds {
+					t.Logf("e2e run %d: %s %d of %d Ready in %s, p50 %s, p99 %s", i+1, k.kind.many, k.ready, k.n, k.allReady.Round(10*time.Millisecond),
+						quantile(k.toReady, .5).Round(10*time.Millisecond), quantile(k.toReady, .99).Round(10*time.Millisecond))
+				}
+			}
+			vr.runs, vr.env = append(vr.runs, r), env
+		}
+	}
+	// The details are the first variant's, as the section wrote them before
+	// variants; the others are in the side-by-side table.
+	doc := e2eMarkdown(t, b, vrs[0].env, vrs[0].runs)
+	if len(vrs) > 1 || vrs[0].v != variantWidget {
+		var tbl strings.Builder
+		writeVariantsTable(func(format string, a ...any) { fmt.Fprintf(&tbl, format, a...) }, vrs)
+		doc += tbl.String()
+	}
+	return doc
 }
