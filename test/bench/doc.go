@@ -36,6 +36,12 @@
 // burst, which shows what the machine allows without the provider),
 // WIDGET_BENCH_E2E_N (claims in the end-to-end section, default 100),
 // WIDGET_BENCH_E2E_MIX=half (half of them namespaced XWidgets, default: claims only),
+// WIDGET_BENCH_E2E_VARIANTS (how the claims are composed, comma-separated:
+// widget, function-widget; pt, function-patch-and-transform v0.5.0 then
+// function-auto-ready v0.6.0, test/bench/testdata/pt-composition.yaml, which
+// needs `bash hack/tools.sh function-patch-and-transform function-auto-ready`;
+// each variant on its own fresh control plane, back to back, order rotated
+// each run; default widget),
 // WIDGET_BENCH_E2E_RUNS (its repeats, each on a fresh control plane,
 // default 1), WIDGET_BENCH_E2E_STEADY_SECONDS (its steady-state window
 // after all claims are Ready, default 60), WIDGET_BENCH_E2E_CORE_ARGS and
