@@ -220,8 +220,8 @@ func TestHostileTenant(t *testing.T) {
 // suppose team a learned the ID. The WidgetKey carries the managed
 // reconciler's finalizer (anyone may set it) and is paused until it is being
 // deleted, so that the provider first reads it with the ID in place and
-// being deleted. The delete revokes nothing - team b's key is checked by the
-// caller - and an event on the WidgetKey says why.
+// being deleted. The delete revokes nothing, and an event on the WidgetKey
+// says why.
 func (s *scenario) forgedKeyID(before prizeState) {
 	s.t.Helper()
 	id, _, _ := strings.Cut(before.Keys[prizeKey], " ")
@@ -253,8 +253,13 @@ func (s *scenario) forgedKeyID(before prizeState) {
 		s.t.Fatalf("cannot unpause WidgetKey %s: %v", forged.Name, err)
 	}
 	s.eventually("(f) WidgetKey with team b's key ID in its status deleted", func() error { return s.gone(forged) })
+	// Before the provider trusted only the owner marker, the delete revoked
+	// team b's key, and team b's WidgetKey made a new one under its name.
+	if k, err := suite.api.GetKey(s.ctx, prizeWidget, prizeKey); err != nil || k.ID != id {
+		s.t.Fatalf("attack (f): after WidgetKey %s, whose status claimed the ID of team b's key %s, was deleted, the key is not the one it was (same ID: %t, get: %v); want it untouched", forged.Name, prizeKey, err == nil && k.ID == id, err)
+	}
 	s.eventually("(f) an event saying why no key was revoked", func() error { return s.event(s.ns, forged.Name, "KeyNotRevoked") })
-	s.t.Logf("Attack (f) key ID forged in status: %s/%s deleted, and team b's key is checked next", s.ns, forged.Name)
+	s.t.Logf("Attack (f) key ID forged in status: %s/%s deleted, team b's key is still there", s.ns, forged.Name)
 }
 
 // neighbour creates a second namespace for a scenario, named after the
