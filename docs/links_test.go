@@ -12,9 +12,7 @@ import (
 
 // pending are pages that README.md and docs/ link to while another change
 // writes them. Remove an entry once its page exists.
-var pending = map[string]bool{
-	"docs/rbac.md": true, // the provider's and the function's permissions (issue 29)
-}
+var pending = map[string]bool{}
 
 var (
 	link    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
