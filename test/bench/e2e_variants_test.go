@@ -209,10 +209,13 @@ var variantRows = []variantRow{
 	{"Ready lost (claim or XR) after all were Ready", "%.0f", func(_ *e2eRun, k *kindRun, _ *variantRuns) float64 { return float64(k.lostAfter) }},
 	{"claims Ready at the end of the steady window", "%.0f", func(_ *e2eRun, k *kindRun, _ *variantRuns) float64 { return float64(k.readyEnd) }},
 	{"RunFunction calls per claim (all steps)", "%.1f", func(r *e2eRun, _ *kindRun, _ *variantRuns) float64 {
-		return r.core.sum("function_run_function_request_total") / float64(r.n)
+		return runFunctionCalls(r.core, "") / float64(r.n)
 	}},
-	{"&nbsp; pipeline runs per claim (first step's calls)", "%.1f", func(r *e2eRun, _ *kindRun, vr *variantRuns) float64 {
-		return r.core.sum("function_run_function_request_total", `function_name="`+vr.v.firstStep+`"`) / float64(r.n)
+	{"&nbsp; to the first step (function-widget; P&T)", "%.1f", func(r *e2eRun, _ *kindRun, vr *variantRuns) float64 {
+		return runFunctionCalls(r.core, vr.v.firstStep) / float64(r.n)
+	}},
+	{"&nbsp; v1 requests refused as Unimplemented, then sent as v1beta1", "%.1f", func(r *e2eRun, _ *kindRun, _ *variantRuns) float64 {
+		return r.core.sum("function_run_function_response_total", `grpc_code="Unimplemented"`) / float64(r.n)
 	}},
 	{"core reconciles per claim (claim and XR controllers)", "%.1f", func(r *e2eRun, k *kindRun, _ *variantRuns) float64 {
 		return k.kind.coreReconciles(r.core) / float64(r.n)
@@ -235,7 +238,7 @@ var variantRows = []variantRow{
 	}},
 	{"CPU per claim, all processes", "%.0f ms", func(r *e2eRun, _ *kindRun, _ *variantRuns) float64 { return r.cpuPerClaimMS("") }},
 	{"steady window: RunFunction calls/min (all steps)", "%.0f", func(r *e2eRun, _ *kindRun, _ *variantRuns) float64 {
-		return r.coreSty.sum("function_run_function_request_total") / max(r.steady.Minutes(), 1e-9)
+		return runFunctionCalls(r.coreSty, "") / max(r.steady.Minutes(), 1e-9)
 	}},
 	{"steady window: core reconciles/min", "%.0f", func(r *e2eRun, _ *kindRun, _ *variantRuns) float64 {
 		return r.coreSty.sum("controller_runtime_reconcile_total") / max(r.steady.Minutes(), 1e-9)
@@ -246,6 +249,22 @@ var variantRows = []variantRow{
 	{"steady window: kube-apiserver CPU", "%.0f%%", func(r *e2eRun, _ *kindRun, _ *variantRuns) float64 {
 		return 100 * r.cpuSty[procAPIServer].Seconds() / max(r.steady.Seconds(), 1e-9)
 	}},
+}
+
+// runFunctionCalls is the RunFunction calls core made, to function fn or
+// to all when fn is "", from core's counters in d. A call to a function
+// built on function-sdk-go before v0.3 (function-patch-and-transform
+// v0.5.0) is two requests: core sends v1, which the function does not
+// serve, then the same request as v1beta1 (core's internal/xfn
+// BetaFallBackFunctionRunnerServiceClient). Those refusals are not calls; they are counted
+// apart.
+func runFunctionCalls(d metricDelta, fn string) float64 {
+	var match []string
+	if fn != "" {
+		match = []string{`function_name="` + fn + `"`}
+	}
+	return d.sum("function_run_function_response_total", match...) -
+		d.sum("function_run_function_response_total", append(match, `grpc_code="Unimplemented"`)...)
 }
 
 // claimRun is the claims' kind of run r.
@@ -267,13 +286,15 @@ func writeVariantsTable(w func(string, ...any), vrs []*variantRuns) {
 	w("WidgetKey and connection details by another Composition: **function-widget** (examples/composition/legacy), or\n")
 	w("**P&T**, function-patch-and-transform v0.5.0 then function-auto-ready v0.6.0 (`%s`, selected by the\n", ptComposition)
 	w("claims' `spec.compositionRef`). Each variant runs on a fresh control plane, one after the other in the same\n")
-	w("benchmark process, their order rotated each run. ")
+	w("benchmark process, their order rotated each run.")
 	if runs > 1 {
-		w("Medians of %d runs each.", runs)
+		w(" Medians of %d runs each.", runs)
 	}
 	w("\nRequests and reconciles are those during the run (first create to all Ready); Ready losses are counted until the\n")
 	w("end of the steady window. The provider's share is its own requests (`rest_client_requests_total`); Events are\n")
-	w("counted for all clients, as kube-apiserver cannot tell who wrote them.\n\n")
+	w("counted for all clients, as kube-apiserver cannot tell who wrote them. A RunFunction call is a response core got\n")
+	w("(`function_run_function_response_total`) but a v1 request refused as Unimplemented: function-patch-and-transform\n")
+	w("v0.5.0 serves only v1beta1, so core sends each of its calls twice.\n\n")
 	heads := make([]string, 0, len(vrs))
 	for _, vr := range vrs {
 		heads = append(heads, vr.v.title)
@@ -335,6 +356,36 @@ func TestParseVariants(t *testing.T) {
 				got = append(got, v.name)
 			}
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestRunFunctionCalls checks that a call core retried as v1beta1 counts
+// once.
+func TestRunFunctionCalls(t *testing.T) {
+	v1 := `grpc_method="/apiextensions.fn.proto.v1.FunctionRunnerService/RunFunction"`
+	beta := `grpc_method="/apiextensions.fn.proto.v1beta1.FunctionRunnerService/RunFunction"`
+	d := metricDelta{before: map[string]float64{}, after: map[string]float64{
+		`function_run_function_response_total{function_name="widgetco-function-widget",` + v1 + `,grpc_code="OK",result_severity="Normal"}`:                5,
+		`function_run_function_response_total{function_name="function-patch-and-transform",` + v1 + `,grpc_code="Unimplemented",result_severity="Normal"}`: 7,
+		`function_run_function_response_total{function_name="function-patch-and-transform",` + beta + `,grpc_code="OK",result_severity="Normal"}`:          7,
+		`function_run_function_response_total{function_name="function-auto-ready",` + v1 + `,grpc_code="OK",result_severity="Normal"}`:                     7,
+	}}
+	cases := map[string]struct {
+		reason string
+		fn     string
+		want   float64
+	}{
+		"All":         {reason: "every function's calls, a retried one once", fn: "", want: 19},
+		"PT":          {reason: "P&T's v1 refusals are not calls", fn: "function-patch-and-transform", want: 7},
+		"AutoReady":   {reason: "a function that serves v1 is called once per call", fn: "function-auto-ready", want: 7},
+		"FunctionWid": {reason: "function-widget's calls", fn: "widgetco-function-widget", want: 5},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, runFunctionCalls(d, tc.fn)); diff != "" {
 				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
 			}
 		})
