@@ -109,7 +109,9 @@ func e2eSection(t *testing.T, b *bench) string {
 	doc := e2eMarkdown(t, b, vrs[0].env, vrs[0].runs)
 	if len(vrs) > 1 || vrs[0].v != variantWidget {
 		var tbl strings.Builder
-		writeVariantsTable(func(format string, a ...any) { fmt.Fprintf(&tbl, format, a...) }, vrs)
+		w := func(format string, a ...any) { fmt.Fprintf(&tbl, format, a...) }
+		writeVariantsTable(w, vrs)
+		writeVariantsPlot(t, b, w, vrs)
 		doc += tbl.String()
 	}
 	return doc

@@ -314,6 +314,28 @@ func writeVariantsTable(w func(string, ...any), vrs []*variantRuns) {
 	w("\n")
 }
 
+// writeVariantsPlot draws the time-to-Ready of each variant's claims, over
+// all its runs, in panels on one time axis, and writes its link.
+func writeVariantsPlot(t *testing.T, b *bench, w func(string, ...any), vrs []*variantRuns) {
+	t.Helper()
+	series := make([]histSeries, 0, len(vrs))
+	for _, vr := range vrs {
+		var ds []time.Duration
+		for _, r := range vr.runs {
+			ds = append(ds, r.toReady...)
+		}
+		series = append(series, histSeries{label: vr.v.title, ds: ds})
+	}
+	png := filepath.Join(b.docDir, "benchmarks-e2e-variants-time-to-ready.png")
+	if err := writeHistograms(png, "time-to-Ready by variant", series); err != nil {
+		t.Errorf("cannot write %s: %v", png, err)
+		return
+	}
+	w("![Time-to-Ready by variant](%s)\n\n", filepath.Base(png))
+	w("Time-to-Ready of every claim of every run, a panel per variant on one x axis (0 to the slowest claim of any variant,\n")
+	w("40 bars); y axis: claims per bar, scaled to each panel's tallest.\n\n")
+}
+
 func variantNames(vrs []*variantRuns) string {
 	ns := make([]string, 0, len(vrs))
 	for _, vr := range vrs {
@@ -442,5 +464,23 @@ func TestSelectComposition(t *testing.T) {
 				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestWriteVariantsPlot checks that the plot of the variants is drawn next
+// to the document and linked from it.
+func TestWriteVariantsPlot(t *testing.T) {
+	b := &bench{docDir: t.TempDir()}
+	vrs := []*variantRuns{
+		{v: variantWidget, runs: []*e2eRun{{toReady: []time.Duration{time.Second, 2 * time.Second}}}},
+		{v: variantPT, runs: []*e2eRun{{toReady: []time.Duration{3 * time.Second}}, {toReady: []time.Duration{4 * time.Second}}}},
+	}
+	var doc strings.Builder
+	writeVariantsPlot(t, b, func(format string, a ...any) { fmt.Fprintf(&doc, format, a...) }, vrs)
+	if _, err := os.Stat(filepath.Join(b.docDir, "benchmarks-e2e-variants-time-to-ready.png")); err != nil {
+		t.Errorf("the plot is not next to the document: %v", err)
+	}
+	if want := "![Time-to-Ready by variant](benchmarks-e2e-variants-time-to-ready.png)"; !strings.Contains(doc.String(), want) {
+		t.Errorf("the section does not link the plot: want %q in\n%s", want, doc.String())
 	}
 }
