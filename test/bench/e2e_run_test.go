@@ -22,6 +22,7 @@ type e2eRun struct {
 	kinds     []*kindRun // the run's kinds of objects, by kind
 	createFor time.Duration
 	allReady  time.Duration // first create sent to the last object Ready (or to giving up)
+	end       time.Time     // when allReady ends
 	timedOut  bool
 	toReady   []time.Duration // of every object
 	relists   []string        // the benchmark's watches that had to re-list
@@ -60,6 +61,7 @@ type kindRun struct {
 	flaps     map[string]int // stage -> times a Ready stage was lost again
 	flapped   map[string]int // stage -> objects that lost it
 	lostAfter int            // losses of the object's or its XR's Ready after all objects were Ready
+	losses    []time.Time    // when the object's or its XR's Ready was lost, each time
 	readyEnd  int            // objects Ready at the end of the steady-state window
 	xrLag     []time.Duration
 }
@@ -235,7 +237,7 @@ func (r *e2eRun) burst(t *testing.T, e *e2eEnv, tl *timeline) (map[string]time.T
 	}
 	tl.mu.Unlock()
 	r.ready = len(r.toReady)
-	r.allReady = end.Sub(start)
+	r.allReady, r.end = end.Sub(start), end
 	for _, k := range r.kinds {
 		k.ready = len(k.toReady)
 		if k.ready < k.n {

@@ -111,6 +111,7 @@ func e2eSection(t *testing.T, b *bench) string {
 		var tbl strings.Builder
 		w := func(format string, a ...any) { fmt.Fprintf(&tbl, format, a...) }
 		writeVariantsTable(w, vrs)
+		writeLossWindows(w, vrs)
 		writeVariantsPlot(t, b, w, vrs)
 		doc += tbl.String()
 	}

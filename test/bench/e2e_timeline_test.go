@@ -230,6 +230,9 @@ func (r *e2eRun) collectStages(sent map[string]time.Time, tl *timeline, end time
 			lost[l.stage][l.owner] = true
 			k.flapped[l.stage]++
 		}
+		if l.stage == k.kind.final || l.stage == stXRReady {
+			k.losses = append(k.losses, l.at)
+		}
 		if l.at.After(end) && (l.stage == k.kind.final || l.stage == stXRReady) {
 			k.lostAfter++
 		}
