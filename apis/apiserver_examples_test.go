@@ -32,7 +32,7 @@ func readExample(t *testing.T, path string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close() //nolint:errcheck // Read only.
+	defer f.Close()
 	d := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
 	var objs []*unstructured.Unstructured
 	for {

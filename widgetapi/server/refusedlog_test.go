@@ -62,7 +62,8 @@ func TestRefusedRequestsAreLoggedWithinBudget(t *testing.T) {
 				got.Served++
 			case strings.Contains(l, `msg="refused requests not logged"`):
 				var n int
-				if _, err := fmt.Sscanf(l[strings.Index(l, "count="):], "count=%d", &n); err != nil {
+				_, count, _ := strings.Cut(l, "count=")
+				if _, err := fmt.Sscanf(count, "%d", &n); err != nil {
 					t.Fatalf("summary line %q: %v", l, err)
 				}
 				got.NotLogged += n

@@ -71,7 +71,7 @@ func freePort(t *testing.T) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()                     //nolint:errcheck // Only its port is used.
+	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port //nolint:forcetypeassert // A TCP listener's address.
 }
 
@@ -102,7 +102,7 @@ func get(addr string, pool *x509.CertPool) error {
 	if err != nil {
 		return err
 	}
-	defer rsp.Body.Close() //nolint:errcheck // Read only.
+	defer rsp.Body.Close()
 	if rsp.StatusCode != http.StatusOK {
 		return errors.New(rsp.Status)
 	}
@@ -133,7 +133,7 @@ func TestServerConnections(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close() //nolint:errcheck // Closed by the server.
+		defer c.Close()
 		held[i] = c
 	}
 	// Give the server time to accept both.
@@ -171,7 +171,7 @@ func TestServerSlowBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close() //nolint:errcheck // Test connection.
+	defer c.Close()
 	if _, err := io.WriteString(c, "POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n"+strings.Repeat("a", 10)); err != nil {
 		t.Fatal(err)
 	}

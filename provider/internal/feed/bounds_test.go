@@ -116,7 +116,7 @@ func TestEmptyFollowersAreReaped(t *testing.T) {
 	m.reap()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var got []string
+	got := make([]string, 0, len(m.followers))
 	for k := range m.followers {
 		got = append(got, k)
 	}

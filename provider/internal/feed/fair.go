@@ -43,9 +43,8 @@ func newFairQueue(perSecond float64, burst int) *fairQueue {
 }
 
 // add queues a request for w in share s, unless one is pending; changed
-// marks it as made because w's widget changed (it sticks once set). It
-// reports whether w was added.
-func (q *fairQueue) add(s string, w watcher, changed bool) bool {
+// marks it as made because w's widget changed (it sticks once set).
+func (q *fairQueue) add(s string, w watcher, changed bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	sh, ok := q.shares[s]
@@ -55,13 +54,13 @@ func (q *fairQueue) add(s string, w watcher, changed bool) bool {
 	}
 	if c, ok := sh.pending[w]; ok {
 		sh.pending[w] = c || changed
-		return false
+		return
 	}
 	if q.size >= maxPending {
 		if len(sh.order) == 0 {
 			delete(q.shares, s)
 		}
-		return false
+		return
 	}
 	if len(sh.order) == 0 {
 		q.turns = append(q.turns, s)
@@ -73,7 +72,6 @@ func (q *fairQueue) add(s string, w watcher, changed bool) bool {
 	case q.wake <- struct{}{}:
 	default:
 	}
-	return true
 }
 
 // remove drops w's pending request, in whichever share it is.
