@@ -62,8 +62,9 @@ func parseVariants(s string) ([]*e2eVariant, error) {
 	if strings.TrimSpace(s) == "" {
 		return []*e2eVariant{variantWidget}, nil
 	}
-	var vs []*e2eVariant
-	for _, n := range strings.Split(s, ",") {
+	parts := strings.Split(s, ",")
+	vs := make([]*e2eVariant, 0, len(parts))
+	for _, n := range parts {
 		n = strings.TrimSpace(n)
 		i := slices.IndexFunc([]*e2eVariant{variantWidget, variantPT}, func(v *e2eVariant) bool { return v.name == n })
 		if i < 0 {
