@@ -288,7 +288,7 @@ func TestWriteVariantsPlot(t *testing.T) {
 // relative to the moment all claims were Ready.
 func TestCountLosses(t *testing.T) {
 	end := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	at := func(d time.Duration) time.Time { return end.Add(d) }
+	at := end.Add
 	cases := map[string]struct {
 		reason string
 		at     []time.Time

@@ -47,6 +47,9 @@ var (
 	}
 )
 
+// allVariants is every variant WIDGET_BENCH_E2E_VARIANTS may name.
+var allVariants = []*e2eVariant{variantWidget, variantPT}
+
 // The peer functions, under the names the peer Composition calls them by.
 const (
 	fnPT        = "function-patch-and-transform"
@@ -66,11 +69,11 @@ func parseVariants(s string) ([]*e2eVariant, error) {
 	vs := make([]*e2eVariant, 0, len(parts))
 	for _, n := range parts {
 		n = strings.TrimSpace(n)
-		i := slices.IndexFunc([]*e2eVariant{variantWidget, variantPT}, func(v *e2eVariant) bool { return v.name == n })
+		i := slices.IndexFunc(allVariants, func(v *e2eVariant) bool { return v.name == n })
 		if i < 0 {
 			return nil, errors.Errorf("unknown variant %q: want widget or pt", n)
 		}
-		v := []*e2eVariant{variantWidget, variantPT}[i]
+		v := allVariants[i]
 		if slices.Contains(vs, v) {
 			return nil, errors.Errorf("variant %q is named twice", n)
 		}
