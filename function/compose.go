@@ -201,7 +201,7 @@ func keyInitParameters(x xwidget, i int) commonv1beta1.WidgetKeyInitParameters {
 }
 
 // composeResources returns the desired Widget and WidgetKeys. A key is
-// composed once the widget is ready, and from then on for as long as the XR
+// composed once the widget can hold keys, and from then on for as long as the XR
 // asks for it, even while the widget is not ready: removing a key's
 // WidgetKey would revoke the key. It returns ctx's error once ctx is done.
 func composeResources(ctx context.Context, sc scope, x xwidget, s settings, obs observation) (map[resource.Name]*resource.DesiredComposed, error) {
@@ -217,7 +217,7 @@ func composeResources(ctx context.Context, sc scope, x xwidget, s settings, obs 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if !k.exists && !obs.widget.isReady() {
+		if !k.exists && !obs.widget.canHoldKeys() {
 			continue
 		}
 		cd, err := fromTyped(sc.Key(x, k.index))

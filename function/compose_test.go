@@ -19,7 +19,14 @@ func TestComposeResources(t *testing.T) {
 	}
 	x := xwidget{flavour: FlavourNamespaced, kind: "XWidget", name: "web", namespace: "team-a"}
 	s := settings{size: "medium", region: "us-east-1", keys: 2, labels: map[string]string{"managed-by": "crossplane", "team": "payments"}, description: "XWidget team-a/web, managed by Crossplane"}
-	ready := widgetObservation{exists: true, ready: xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue}}
+	synced := xpv2.Condition{Type: xpv2.TypeSynced, Status: corev1.ConditionTrue}
+	created := widgetObservation{exists: true, externalName: "team-a-web-8k2mz", synced: synced}
+	ready := created
+	ready.ready = xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue}
+	refused := created
+	refused.synced = xpv2.Condition{Type: xpv2.TypeSynced, Status: corev1.ConditionFalse}
+	unnamed := created
+	unnamed.externalName = ""
 	keyReady := keyObservation{exists: true, details: resource.ConnectionDetails{"key": []byte("k")}}
 
 	cases := map[string]struct {
@@ -27,10 +34,25 @@ func TestComposeResources(t *testing.T) {
 		obs    observation
 		want   map[resource.Name]resource.Ready
 	}{
-		"WidgetNotReady": {
-			reason: "Before the widget is ready only the Widget is composed: keys could not be created yet.",
+		"NoWidget": {
+			reason: "Before the Widget exists only the Widget is composed: keys could not be created yet.",
 			obs:    observation{keys: []keyObservation{{index: 0}, {index: 1}}},
 			want:   map[resource.Name]resource.Ready{"widget": resource.ReadyFalse},
+		},
+		"WidgetWithoutID": {
+			reason: "A Widget the Widget API has not given an ID yet cannot hold keys: its WidgetKeys could not resolve it.",
+			obs:    observation{widget: unnamed, keys: []keyObservation{{index: 0}}},
+			want:   map[resource.Name]resource.Ready{"widget": resource.ReadyFalse},
+		},
+		"WidgetRefused": {
+			reason: "A Widget the provider cannot reconcile (refused by the tenancy rules, say) gets no keys.",
+			obs:    observation{widget: refused, keys: []keyObservation{{index: 0}}},
+			want:   map[resource.Name]resource.Ready{"widget": resource.ReadyFalse},
+		},
+		"WidgetProvisioning": {
+			reason: "Once the Widget API has created the widget, its keys are composed while it provisions, not a round after it is ready.",
+			obs:    observation{widget: created, keys: []keyObservation{{index: 0}, {index: 1}}},
+			want:   map[resource.Name]resource.Ready{"widget": resource.ReadyFalse, "key-0": resource.ReadyFalse, "key-1": resource.ReadyFalse},
 		},
 		"WidgetReady": {
 			reason: "Once the widget is ready every key is composed, ready when its connection details hold the key.",

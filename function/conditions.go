@@ -213,9 +213,12 @@ func keysCondition(obs observation) condition {
 		switch {
 		case k.isReady():
 			continue
-		case !k.exists && !obs.widget.isReady():
+		case !k.exists && obs.widget.atProvider.State == commonv1beta1.WidgetStateFailed:
 			c.Reason = reasonWaitingForWidget
-			c.Message = progress + "; access keys are created once the widget is ready."
+			c.Message = progress + "; no access key is created for a widget that failed."
+		case !k.exists && !obs.widget.canHoldKeys():
+			c.Reason = reasonWaitingForWidget
+			c.Message = progress + "; access keys are created once the Widget API has created the widget."
 		case !k.exists:
 			c.Reason = reasonCreating
 			c.Message = fmt.Sprintf("%s; creating access key %d.", progress, k.index)

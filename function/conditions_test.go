@@ -105,7 +105,11 @@ func TestWidgetCondition(t *testing.T) {
 }
 
 func TestKeysCondition(t *testing.T) {
-	readyWidget := widgetObservation{exists: true, ready: xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue}}
+	readyWidget := widgetObservation{
+		exists: true, externalName: "team-a-web-8k2mz",
+		ready:  xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue},
+		synced: xpv2.Condition{Type: xpv2.TypeSynced, Status: corev1.ConditionTrue},
+	}
 	details := resource.ConnectionDetails{"key": []byte("k")}
 	cases := map[string]struct {
 		reason string
@@ -123,13 +127,13 @@ func TestKeysCondition(t *testing.T) {
 			want:   condition{Type: "KeysReady", Status: corev1.ConditionTrue, Reason: "Available", Message: "The access key is ready."},
 		},
 		"WaitingForWidget": {
-			reason: "Keys are not created before the widget is ready.",
+			reason: "Keys are not created before the Widget API has created the widget.",
 			obs:    observation{keys: []keyObservation{{index: 0}, {index: 1}}},
 			want: condition{Type: "KeysReady", Status: corev1.ConditionFalse, Reason: "WaitingForWidget",
-				Message: "0 of 2 access keys ready; access keys are created once the widget is ready."},
+				Message: "0 of 2 access keys ready; access keys are created once the Widget API has created the widget."},
 		},
 		"Creating": {
-			reason: "With the widget ready, a key that does not exist is being created.",
+			reason: "With the widget created, a key that does not exist is being created.",
 			obs:    observation{widget: readyWidget, keys: []keyObservation{{index: 0, exists: true, details: details}, {index: 1}}},
 			want:   condition{Type: "KeysReady", Status: corev1.ConditionFalse, Reason: "Creating", Message: "1 of 2 access keys ready; creating access key 1."},
 		},

@@ -38,7 +38,7 @@ func TestRunFunction(t *testing.T) {
 	afterNew := conditions(
 		xpCondition("PolicyCompliant", "True", "Compliant", nsCompliant),
 		xpCondition("WidgetReady", "False", "Creating", "Creating the widget."),
-		xpCondition("KeysReady", "False", "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the widget is ready."),
+		xpCondition("KeysReady", "False", "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the Widget API has created the widget."),
 	)
 	afterWidgetReady := conditions(
 		xpCondition("PolicyCompliant", "True", "Compliant", nsCompliant),
@@ -110,17 +110,17 @@ func TestRunFunction(t *testing.T) {
 				Conditions: []*fnv1.Condition{
 					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
 					wantCondition("WidgetReady", condFalse, "Creating", "Creating the widget."),
-					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the widget is ready."),
+					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the Widget API has created the widget."),
 				},
 				Results: []*fnv1.Result{
 					result(sevNormal, "Compliant", nsCompliant),
 					result(sevNormal, "Creating", "Creating the widget."),
-					result(sevNormal, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the widget is ready."),
+					result(sevNormal, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the Widget API has created the widget."),
 				},
 			}},
 		},
 		"WidgetProvisioning": {
-			reason: "While the Widget API provisions the widget, WidgetReady should say so, the XR's status should show the widget's name, state and region, and only the changed condition should produce a result.",
+			reason: "While the Widget API provisions the widget, WidgetReady should say so, the XR's status should show the widget's name, state and region, its access keys should be composed, and only the changed conditions should produce results.",
 			req: testRequest{
 				xr:       nsXR(afterNew),
 				input:    policyInput(),
@@ -132,15 +132,20 @@ func TestRunFunction(t *testing.T) {
 					Composite: xrStatus(map[string]any{"externalName": "team-a-web-8k2mz", "widgetState": "Provisioning", "region": "us-east-1", "keysReady": "0/2", "connectionSecretName": "web-connection"}),
 					Resources: map[string]*fnv1.Resource{
 						"widget":            desired(wantNSWidget(), readyFalse),
+						"key-0":             desired(wantNSKey(0), readyFalse),
+						"key-1":             desired(wantNSKey(1), readyFalse),
 						"connection-secret": desired(wantNSSecret(map[string]any{"widget": b64("team-a-web-8k2mz")}), readyFalse),
 					},
 				},
 				Conditions: []*fnv1.Condition{
 					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
 					wantCondition("WidgetReady", condFalse, "Provisioning", "Widget web-8k2mz is being provisioned."),
-					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the widget is ready."),
+					wantCondition("KeysReady", condFalse, "Creating", "0 of 2 access keys ready; creating access key 0."),
 				},
-				Results: []*fnv1.Result{result(sevNormal, "Provisioning", "Widget web-8k2mz is being provisioned.")},
+				Results: []*fnv1.Result{
+					result(sevNormal, "Provisioning", "Widget web-8k2mz is being provisioned."),
+					result(sevNormal, "Creating", "0 of 2 access keys ready; creating access key 0."),
+				},
 			}},
 		},
 		"WidgetReadyKeysCreated": {
@@ -288,7 +293,7 @@ func TestRunFunction(t *testing.T) {
 				Conditions: []*fnv1.Condition{
 					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
 					wantCondition("WidgetReady", condFalse, "ReconcileError", "The provider cannot reconcile Widget web-8k2mz: create failed: cannot create widget: invalid (422): region: region us-east-1 is full"),
-					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the widget is ready."),
+					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the Widget API has created the widget."),
 				},
 				Results: []*fnv1.Result{
 					result(sevWarning, "ReconcileError", "The provider cannot reconcile Widget web-8k2mz: create failed: cannot create widget: invalid (422): region: region us-east-1 is full"),
@@ -318,7 +323,7 @@ func TestRunFunction(t *testing.T) {
 				Conditions: []*fnv1.Condition{
 					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
 					wantCondition("WidgetReady", condFalse, "Failed", "Widget web-8k2mz failed: no capacity left in us-east-1. Delete and recreate the XWidget to try again; ask the platform team if it fails again."),
-					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the widget is ready."),
+					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; no access key is created for a widget that failed."),
 				},
 				Results: []*fnv1.Result{
 					result(sevWarning, "Failed", "Widget web-8k2mz failed: no capacity left in us-east-1. Delete and recreate the XWidget to try again; ask the platform team if it fails again."),
@@ -367,12 +372,12 @@ func TestRunFunction(t *testing.T) {
 				Conditions: []*fnv1.Condition{
 					wantCondition("PolicyCompliant", condTrue, "Compliant", lgCompliant),
 					wantCondition("WidgetReady", condFalse, "Creating", "Creating the widget."),
-					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 1 access key ready; access keys are created once the widget is ready."),
+					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 1 access key ready; access keys are created once the Widget API has created the widget."),
 				},
 				Results: []*fnv1.Result{
 					result(sevNormal, "Compliant", lgCompliant),
 					result(sevNormal, "Creating", "Creating the widget."),
-					result(sevNormal, "WaitingForWidget", "0 of 1 access key ready; access keys are created once the widget is ready."),
+					result(sevNormal, "WaitingForWidget", "0 of 1 access key ready; access keys are created once the Widget API has created the widget."),
 				},
 			}},
 		},
@@ -448,7 +453,7 @@ func TestRunFunction(t *testing.T) {
 				Conditions: []*fnv1.Condition{
 					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
 					wantCondition("WidgetReady", condFalse, "Creating", "Creating the widget."),
-					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the widget is ready."),
+					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the Widget API has created the widget."),
 				},
 			}},
 		},
@@ -470,7 +475,7 @@ func TestRunFunction(t *testing.T) {
 				Conditions: []*fnv1.Condition{
 					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
 					wantCondition("WidgetReady", condFalse, "Creating", "Creating the widget."),
-					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the widget is ready."),
+					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the Widget API has created the widget."),
 				},
 			}},
 		},

@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/crossplane/function-sdk-go/resource"
+
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"google.golang.org/protobuf/types/known/durationpb"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -10,6 +12,23 @@ import (
 // Ready condition True only while the Widget API says the widget is Ready.
 func (w widgetObservation) isReady() bool {
 	return w.exists && !w.deleting && w.ready.Status == corev1.ConditionTrue
+}
+
+// canHoldKeys reports whether the widget's access keys can be composed: the
+// Widget API has given the widget its ID (the Widget's external name) and the
+// provider's last reconcile of it succeeded. Keys are created while the widget
+// is still provisioning, which the Widget API allows, rather than one core
+// reconcile after it is ready: a WidgetKey then resolves its widget at once,
+// and the XR is ready as soon as both are. A Widget the provider refused (a
+// tenancy conflict, say) is not Synced, and a widget that failed or is being
+// deleted in the Widget API would refuse new keys, so none is composed for
+// them.
+func (w widgetObservation) canHoldKeys() bool {
+	switch w.atProvider.State {
+	case commonv1beta1.WidgetStateFailed, commonv1beta1.WidgetStateDeleting:
+		return false
+	}
+	return w.exists && !w.deleting && w.externalName != "" && w.synced.Status == corev1.ConditionTrue
 }
 
 // isReady reports whether the access key is usable: its connection details

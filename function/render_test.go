@@ -50,7 +50,7 @@ func renderCases() map[string]renderCase {
 			xr:     ns("xr.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"),
 		},
 		"namespaced-provisioning": {
-			reason: "While the widget is provisioned, the XWidget says so and shows its name, state and region.",
+			reason: "While the widget is provisioned, the XWidget says so and shows its name, state and region; its access keys are composed.",
 			xr:     ns("xr.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ns("observed-provisioning.yaml"),
 		},
 		"namespaced-ready": {
