@@ -198,6 +198,12 @@ func (h *Harness) Requests(userPrefix string) ([]Request, error) {
 		k.Count = n
 		out = append(out, k)
 	}
+	sortRequests(out)
+	return out, nil
+}
+
+// sortRequests sorts requests by user, resource, verb and scope.
+func sortRequests(out []Request) {
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.User != b.User {
@@ -211,6 +217,49 @@ func (h *Harness) Requests(userPrefix string) ([]Request, error) {
 		}
 		return !a.Namespaced && b.Namespaced
 	})
+}
+
+// WritesIn returns the writes (create, update, patch, delete) that the
+// ServiceAccounts whose user names start with userPrefix made to objects in
+// namespace ns and that kube-apiserver received in [from, to), by kind, in
+// Requests' order. Scenarios that run at once in namespaces of their own can
+// so each count their own share of a package runtime's writes.
+func (h *Harness) WritesIn(userPrefix, ns string, from, to time.Time) ([]Request, error) {
+	seen := map[Request]int{}
+	ids := map[string]bool{}
+	err := h.eachAuditEvent([]string{`"username":"` + userPrefix, `"namespace":"` + ns + `"`}, func(e auditEvent) {
+		switch {
+		case !strings.HasPrefix(e.User.Username, userPrefix), e.ObjectRef.Namespace != ns:
+			return
+		case e.Received.Before(from), !e.Received.Before(to):
+			return
+		case e.AuditID != "" && ids[e.AuditID]:
+			return
+		}
+		if !slices.Contains([]string{"create", "update", "patch", "delete"}, e.Verb) {
+			return
+		}
+		if e.AuditID != "" {
+			ids[e.AuditID] = true
+		}
+		r := e.ObjectRef.Resource
+		if e.ObjectRef.Subresource != "" {
+			r += "/" + e.ObjectRef.Subresource
+		}
+		if e.ObjectRef.APIGroup != "" {
+			r += "." + e.ObjectRef.APIGroup
+		}
+		seen[Request{User: e.User.Username, Verb: e.Verb, Resource: r, Namespaced: true}]++
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Request, 0, len(seen))
+	for k, n := range seen {
+		k.Count = n
+		out = append(out, k)
+	}
+	sortRequests(out)
 	return out, nil
 }
 

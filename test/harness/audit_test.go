@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -76,6 +77,28 @@ func TestAuditChecks(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantRq, rq); diff != "" {
 		t.Errorf("Requests(%q): -want, +got:\n%s", "sa:prov", diff)
+	}
+
+	// Writes in namespace a from 04:00:01 to 04:00:05 (exclusive): not
+	// the first Event (too early), not the status update (at the end), not
+	// core's, not reads.
+	from, _ := time.Parse(time.RFC3339, "2026-11-26T04:00:01Z")
+	to, _ := time.Parse(time.RFC3339, "2026-11-26T04:00:05Z")
+	wi, err := h.WritesIn("sa:prov", "a", from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantWi := []Request{{User: "sa:provider", Verb: "create", Resource: "events", Namespaced: true, Count: 1}}
+	if diff := cmp.Diff(wantWi, wi); diff != "" {
+		t.Errorf("WritesIn(%q, %q, ...): -want, +got:\n%s", "sa:prov", "a", diff)
+	}
+	wi, err = h.WritesIn("sa:prov", "a", from, to.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantWi = append(wantWi, Request{User: "sa:provider", Verb: "update", Resource: "widgetkeys/status.widget.m.widgetco.io", Namespaced: true, Count: 1})
+	if diff := cmp.Diff(wantWi, wi); diff != "" {
+		t.Errorf("WritesIn(%q, %q, ...) to 04:00:06: -want, +got:\n%s", "sa:prov", "a", diff)
 	}
 
 	if _, err := (&Harness{dir: t.TempDir()}).EventCreates(); err == nil {
