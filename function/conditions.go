@@ -178,7 +178,11 @@ func widgetCondition(w widgetObservation) condition {
 		c.Reason = reasonUnavailable
 		c.Message = fmt.Sprintf("Widget %s is not ready: %s", w.name, providerMessage(w.ready))
 	default:
-		c.Reason, c.Message = reasonCreating, fmt.Sprintf("Waiting for the provider to report the state of Widget %s.", w.name)
+		// The same message as before the Widget existed: each new message
+		// is one more write of the XR's status, one more reconcile of the
+		// XR and of its claim, and one more RunFunction call, for nothing
+		// a team can act on.
+		c.Reason, c.Message = reasonCreating, "Creating the widget."
 	}
 	return c
 }
@@ -226,8 +230,10 @@ func keysCondition(obs observation) condition {
 			c.Reason = reasonDeleting
 			c.Message = fmt.Sprintf("%s; access key %d (WidgetKey %s) is being deleted, and Crossplane creates it again once it is gone.", progress, k.index, k.name)
 		default:
+			// Until the key publishes its connection details, the same
+			// message as before its WidgetKey existed (see widgetCondition).
 			c.Reason = reasonCreating
-			c.Message = fmt.Sprintf("%s; waiting for access key %d (WidgetKey %s) to publish its connection details.", progress, k.index, k.name)
+			c.Message = fmt.Sprintf("%s; creating access key %d.", progress, k.index)
 		}
 		return c
 	}

@@ -36,9 +36,9 @@ func TestWidgetCondition(t *testing.T) {
 			want:   condition{Type: "WidgetReady", Status: corev1.ConditionFalse, Reason: "Creating", Message: "Creating the widget."},
 		},
 		"NoStatusYet": {
-			reason: "A Widget the provider has not reported on yet is waited for.",
+			reason: "A Widget the provider has not reported on yet is still being created: the message does not change, so the XR is not written again.",
 			w:      widgetObservation{exists: true, name: "web-8k2mz"},
-			want:   condition{Type: "WidgetReady", Status: corev1.ConditionFalse, Reason: "Creating", Message: "Waiting for the provider to report the state of Widget web-8k2mz."},
+			want:   condition{Type: "WidgetReady", Status: corev1.ConditionFalse, Reason: "Creating", Message: "Creating the widget."},
 		},
 		"Ready": {
 			reason: "A ready Widget is Available, at its endpoint.",
@@ -138,10 +138,10 @@ func TestKeysCondition(t *testing.T) {
 			want:   condition{Type: "KeysReady", Status: corev1.ConditionFalse, Reason: "Creating", Message: "1 of 2 access keys ready; creating access key 1."},
 		},
 		"Publishing": {
-			reason: "A key without connection details is waited for, by name.",
+			reason: "A key without connection details is still being created: the message does not change when its WidgetKey appears.",
 			obs:    observation{widget: readyWidget, keys: []keyObservation{{index: 0, exists: true, name: "web-q2w7d"}}},
 			want: condition{Type: "KeysReady", Status: corev1.ConditionFalse, Reason: "Creating",
-				Message: "0 of 1 access key ready; waiting for access key 0 (WidgetKey web-q2w7d) to publish its connection details."},
+				Message: "0 of 1 access key ready; creating access key 0."},
 		},
 		"Deleting": {
 			reason: "A key being deleted is reported as such.",

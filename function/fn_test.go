@@ -181,7 +181,7 @@ func TestRunFunction(t *testing.T) {
 			}},
 		},
 		"KeysPending": {
-			reason: "Access keys whose connection details are not published yet should not be ready, and the XR should say which key it waits for; KeysReady keeps its reason, so there should be no result.",
+			reason: "Access keys whose connection details are not published yet should not be ready, and the XR should say which key it waits for; KeysReady keeps its reason and message, so there should be no result.",
 			req: testRequest{
 				xr:    nsXR(afterWidgetReady),
 				input: policyInput(),
@@ -206,7 +206,7 @@ func TestRunFunction(t *testing.T) {
 				Conditions: []*fnv1.Condition{
 					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
 					wantCondition("WidgetReady", condTrue, "Available", "Widget web-8k2mz is ready at "+nsEndpoint+"."),
-					wantCondition("KeysReady", condFalse, "Creating", "0 of 2 access keys ready; waiting for access key 0 (WidgetKey web-q2w7d) to publish its connection details."),
+					wantCondition("KeysReady", condFalse, "Creating", "0 of 2 access keys ready; creating access key 0."),
 				},
 			}},
 		},
