@@ -2,6 +2,7 @@ package apis_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -20,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	webhookconversion "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
@@ -30,6 +30,7 @@ import (
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	namespacedv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
+	"github.com/widgetco/crossplane-widget/test/lib/kube"
 	"github.com/widgetco/crossplane-widget/test/lib/wait"
 )
 
@@ -96,28 +97,23 @@ func startAPIServer(t testing.TB) (client.WithWatch, *reviewLog) {
 		t.Fatalf("extv1.AddToScheme(): %v", err)
 	}
 
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{crdDir},
-		ErrorIfCRDPathMissing: true,
-		// The scheme tells envtest which CRDs' conversion webhooks to
-		// serve locally; it removes the conversion of any other CRD.
-		CRDInstallOptions: envtest.CRDInstallOptions{Scheme: s},
+	// The scheme tells the API server which CRDs' conversion webhooks to
+	// call locally; the conversion of any other CRD is removed.
+	env, err := kube.Start(kube.Options{CRDDirs: []string{crdDir}, ConversionScheme: s, Scheme: s})
+	if errors.Is(err, kube.ErrNoAssets) {
+		t.Skip(err)
 	}
-	cfg, err := env.Start()
 	if err != nil {
-		// Start may fail after it started the API server, e.g. when the API
-		// server rejects a CRD; stop whatever it started.
-		_ = env.Stop()
-		t.Fatalf("cannot start envtest: %v", err)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if err := env.Stop(); err != nil {
-			t.Errorf("cannot stop envtest: %v", err)
+			t.Errorf("cannot stop kube-apiserver and etcd: %v", err)
 		}
 	})
 
-	wo := env.WebhookInstallOptions
-	srv := webhook.NewServer(webhook.Options{Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir})
+	wo := env.ConversionWebhook()
+	srv := webhook.NewServer(webhook.Options{Host: wo.Host, Port: wo.Port, CertDir: wo.CertDir})
 	reviews := &reviewLog{}
 	srv.Register("/convert", reviews.wrap(webhookconversion.NewWebhookHandler(s, webhookconversion.NewRegistry())))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -142,7 +138,7 @@ func startAPIServer(t testing.TB) (client.WithWatch, *reviewLog) {
 		return started(&http.Request{})
 	})
 
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: s})
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatalf("cannot create client: %v", err)
 	}

@@ -52,6 +52,22 @@ type Options struct {
 	// ServiceCIDR, when set, is kube-apiserver's
 	// --service-cluster-ip-range: the range Services' ClusterIPs come from.
 	ServiceCIDR string
+	// ConversionScheme, when set, says which of CRDDirs' CRDs keep their
+	// conversion webhook: those whose kinds it knows as convertible (a hub
+	// and its spokes). Their webhook is pointed at a local address, with a
+	// CA generated for it; the test serves it there (Env.ConversionWebhook).
+	// The conversion of any other CRD is removed. Unset, CRDs are
+	// installed as they are.
+	ConversionScheme *runtime.Scheme
+}
+
+// A WebhookServer is where kube-apiserver expects the conversion webhook
+// that a test serves: an HTTPS server on Host:Port with the certificate and
+// key in CertDir (tls.crt, tls.key).
+type WebhookServer struct {
+	Host    string
+	Port    int
+	CertDir string
 }
 
 // An Env is a running kube-apiserver and etcd, and an admin client.
@@ -79,6 +95,9 @@ func Start(o Options) (*Env, error) {
 		// kube-apiserver drains for half a minute after SIGTERM; nothing
 		// here needs that, and etcd is crash safe: 5s, then SIGKILL.
 		ControlPlaneStopTimeout: 5 * time.Second,
+	}
+	if o.ConversionScheme != nil {
+		env.CRDInstallOptions.Scheme = o.ConversionScheme
 	}
 	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: o.EtcdDataDir, Out: o.EtcdLog, Err: o.EtcdLog}
 	env.ControlPlane.APIServer = &envtest.APIServer{Out: o.APIServerLog, Err: o.APIServerLog, CertDir: o.CertDir}
@@ -136,6 +155,13 @@ func (e *Env) admin(o Options) error {
 		return fmt.Errorf("cannot create a Kubernetes client: %w", err)
 	}
 	return nil
+}
+
+// ConversionWebhook is where kube-apiserver calls the conversion webhook of
+// the CRDs Options.ConversionScheme kept it for.
+func (e *Env) ConversionWebhook() WebhookServer {
+	wo := e.env.WebhookInstallOptions
+	return WebhookServer{Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir}
 }
 
 // StopAPIServer stops kube-apiserver (gracefully), leaving etcd running.
