@@ -29,6 +29,15 @@ var variantRows = []variantRow{
 	{"time to all Ready", "%.2f s", func(r *e2eRun, _ *kindRun, _ *variantRuns) float64 { return r.allReady.Seconds() }},
 	{"time-to-Ready p50", "%.2f s", func(r *e2eRun, _ *kindRun, _ *variantRuns) float64 { return quantile(r.toReady, .5).Seconds() }},
 	{"time-to-Ready max", "%.2f s", func(r *e2eRun, _ *kindRun, _ *variantRuns) float64 { return quantile(r.toReady, 1).Seconds() }},
+	{"WidgetKey Ready p50, from the claim's create", "%.2f s", func(_ *e2eRun, k *kindRun, _ *variantRuns) float64 {
+		return quantile(k.stages[stKeyReady], .5).Seconds()
+	}},
+	{"XR Ready p50, from its WidgetKey Ready", "%.2f s", func(_ *e2eRun, k *kindRun, _ *variantRuns) float64 {
+		return quantile(k.gaps[stXRReady], .5).Seconds()
+	}},
+	{"claim Ready p50, from its XR Ready", "%.2f s", func(_ *e2eRun, k *kindRun, _ *variantRuns) float64 {
+		return quantile(k.gaps[stReady], .5).Seconds()
+	}},
 	{"claim Ready lost, times", "%.0f", func(_ *e2eRun, k *kindRun, _ *variantRuns) float64 { return float64(k.flaps[stReady]) }},
 	{"&nbsp; claims that lost it", "%.0f", func(_ *e2eRun, k *kindRun, _ *variantRuns) float64 { return float64(k.flapped[stReady]) }},
 	{"XR Ready lost, times", "%.0f", func(_ *e2eRun, k *kindRun, _ *variantRuns) float64 { return float64(k.flaps[stXRReady]) }},
@@ -43,6 +52,15 @@ var variantRows = []variantRow{
 	}},
 	{"&nbsp; v1 requests refused as Unimplemented, then sent as v1beta1", "%.1f", func(r *e2eRun, _ *kindRun, _ *variantRuns) float64 {
 		return r.core.sum("function_run_function_response_total", `grpc_code="Unimplemented"`) / float64(r.n)
+	}},
+	{"XR watch events per claim (core's circuit breaker)", "%.1f", func(r *e2eRun, k *kindRun, _ *variantRuns) float64 {
+		return k.kind.xrEvents(r.core, "") / float64(r.n)
+	}},
+	{"&nbsp; dropped by the open breaker", "%.1f", func(r *e2eRun, k *kindRun, _ *variantRuns) float64 {
+		return k.kind.xrEvents(r.core, "Dropped") / float64(r.n)
+	}},
+	{"&nbsp; breaker openings", "%.0f", func(r *e2eRun, k *kindRun, _ *variantRuns) float64 {
+		return k.kind.breakerOpens(r.core)
 	}},
 	{"core reconciles per claim (claim and XR controllers)", "%.1f", func(r *e2eRun, k *kindRun, _ *variantRuns) float64 {
 		return k.kind.coreReconciles(r.core) / float64(r.n)
