@@ -68,6 +68,17 @@ func TestJWKSEndpoints(t *testing.T) {
 				_, _ = w.Write(good)
 			},
 		},
+		"JWKSMediaType": {
+			reason: "Like kube-apiserver, a JWKS endpoint may answer only requests that accept application/jwk-set+json.",
+			serve: func(w http.ResponseWriter, r *http.Request, _ string) {
+				if !strings.Contains(r.Header.Get("Accept"), "application/jwk-set+json") {
+					w.WriteHeader(http.StatusNotAcceptable)
+					return
+				}
+				w.Header().Set("Content-Type", "application/jwk-set+json")
+				_, _ = w.Write(good)
+			},
+		},
 		"DiscoveryOfAnotherIssuer": {
 			reason:    "A discovery document naming another issuer is refused.",
 			discovery: true,

@@ -197,7 +197,7 @@ func newHTTPClient(caFile string, roots *x509.CertPool) (*http.Client, error) {
 func (f *httpFetcher) Fetch(ctx context.Context) ([]byte, error) {
 	jwksURL := f.jwksURL
 	if f.discovery != "" {
-		b, err := f.get(ctx, f.discovery, MaxDiscoveryBytes, "discovery document")
+		b, err := f.get(ctx, f.discovery, "application/json", MaxDiscoveryBytes, "discovery document")
 		if err != nil {
 			return nil, err
 		}
@@ -216,15 +216,17 @@ func (f *httpFetcher) Fetch(ctx context.Context) ([]byte, error) {
 		}
 		jwksURL = doc.JWKSURI
 	}
-	return f.get(ctx, jwksURL, MaxJWKSBytes, "JWKS")
+	// kube-apiserver answers 406 to a JWKS request that does not accept
+	// application/jwk-set+json.
+	return f.get(ctx, jwksURL, "application/jwk-set+json, application/json", MaxJWKSBytes, "JWKS")
 }
 
-func (f *httpFetcher) get(ctx context.Context, url string, limit int64, what string) ([]byte, error) {
+func (f *httpFetcher) get(ctx context.Context, url, accept string, limit int64, what string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("cannot build the %s request: %w", what, err)
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", accept)
 	rsp, err := f.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("cannot get the %s: %w", what, err)
