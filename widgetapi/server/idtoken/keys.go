@@ -110,6 +110,9 @@ func (k *issuerKeys) refresh() <-chan struct{} {
 	if k.inflight != nil {
 		return k.inflight
 	}
+	if k.base.Err() != nil {
+		return nil // closed: fetch no more
+	}
 	now := k.now()
 	if !k.lastTry.IsZero() && now.Sub(k.lastTry) < k.minInterval {
 		return nil
