@@ -1,6 +1,7 @@
 package clients
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"os"
@@ -17,6 +18,9 @@ import (
 	"github.com/widgetco/crossplane-widget/provider/internal/fakes"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
+	"github.com/widgetco/crossplane-widget/widgetapi/server"
+	"github.com/widgetco/crossplane-widget/widgetapi/server/idtoken"
+	"github.com/widgetco/crossplane-widget/widgetapi/server/idtoken/idtokentest"
 )
 
 var fileNow = time.Unix(1_900_000_000, 0)
@@ -265,5 +269,48 @@ func TestResolveTokenFile(t *testing.T) {
 	r = NewResolver(fakes.NewKube(tenant), WithTokenFileDir(dir))
 	if _, err := r.Resolve(t.Context(), nsMR(pcRef)); err == nil || !strings.Contains(err.Error(), "not supported in a namespaced ProviderConfig") {
 		t.Errorf("a namespaced ProviderConfig with source Filesystem: want an error saying it is not supported, got %v", err)
+	}
+}
+
+// TestResolveIdentityTokenFile: the provider sends the identity token in
+// its file, and a Widget API that trusts the token's issuer acts in the
+// project the token's subject maps to.
+func TestResolveIdentityTokenFile(t *testing.T) {
+	const issuer = "https://cluster.test"
+	key := idtokentest.RSA(t, "sa-key")
+	cfg := &idtoken.Config{Issuers: []idtoken.Issuer{{
+		Issuer:   issuer,
+		Audience: "widget-api",
+		Keys:     idtoken.Keys{JWKSURL: issuer + "/openid/v1/jwks"},
+		Subjects: []idtoken.Subject{{Subject: "system:serviceaccount:crossplane-system:provider-widget", Project: apitest.ProjectB, Role: idtoken.RoleEditor}},
+	}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	jwks := idtokentest.JWKS(key)
+	env := apitest.Start(t, apitest.WithOptions(func(o *server.Options) {
+		o.IdentityTokens = cfg
+		o.IdentityTokenOptions.Fetchers = map[string]idtoken.Fetcher{issuer: idtoken.FetcherFunc(func(context.Context) ([]byte, error) { return jwks, nil })}
+	}))
+	dir := filepath.Join(t.TempDir(), "widgetco.io")
+	sa := filepath.Join(dir, "serviceaccount")
+	now := time.Now()
+	projected(t, sa, "v1", idtokentest.Sign(t, key, map[string]any{
+		"iss": issuer, "aud": []string{"widget-api"}, "sub": "system:serviceaccount:crossplane-system:provider-widget",
+		"iat": now.Unix(), "exp": now.Add(time.Hour).Unix(),
+	}))
+	spec := func(s *commonv1alpha1.ProviderConfigSpec) {
+		s.Credentials = commonv1alpha1.ProviderCredentials{Source: xpv2.CredentialsSourceFilesystem, Fs: &commonv1alpha1.TokenFileSelector{Path: filepath.Join(sa, "token")}}
+	}
+	r := NewResolver(fakes.NewKube(clusterPC(env.URL, spec)), WithTokenFileDir(dir))
+	c, err := r.Resolve(t.Context(), nsMR(&xpv2.ProviderConfigReference{Kind: nsv1alpha1.ClusterProviderConfigKind, Name: testPC}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Client.CreateWidget(t.Context(), widgetapi.CreateWidgetRequest{Name: "by-identity"}); err != nil {
+		t.Fatalf("create with the identity token: %v", err)
+	}
+	if _, err := env.Client(t, apitest.TokenB).GetWidget(t.Context(), "by-identity"); err != nil {
+		t.Errorf("the widget is not in project-b, where the subject maps: %v", err)
 	}
 }
