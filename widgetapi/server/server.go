@@ -37,8 +37,7 @@ type Options struct {
 	// JWTs, such as Kubernetes ServiceAccount tokens) from the issuers it
 	// trusts, mapping their subjects to a project and a role. A bearer
 	// token that is a static token is always one: identity tokens never
-	// shadow static ones. It must have been validated
-	// (idtoken.Config.Validate, which LoadConfig calls).
+	// shadow static ones. New validates it and fills in its defaults.
 	IdentityTokens *idtoken.Config
 	// IdentityTokenOptions are passed to the identity token authenticator;
 	// Now and OnFetch are the server's. Tests set fetchers or CAs here.

@@ -94,9 +94,12 @@ type issuer struct {
 	byNS  map[string]Subject // namespace wildcards, by namespace
 }
 
-// New returns an Authenticator for a validated cfg. Close it to stop its
-// fetches.
+// New validates cfg (filling in its defaults) and returns an Authenticator
+// for it. Close it to stop its fetches.
 func New(cfg *Config, o Options) (*Authenticator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/widgetco/crossplane-widget/widgetapi/server/idtoken"
 )
@@ -87,5 +88,25 @@ func TestLoadConfig(t *testing.T) {
 				t.Errorf("%s\nLoadConfig: want error containing %q, got %q", tc.reason, tc.err, got)
 			}
 		})
+	}
+}
+
+// TestNewValidates: New validates its configuration and fills in its
+// defaults, so a caller that skipped Validate gets no zero fetch timeout.
+func TestNewValidates(t *testing.T) {
+	if _, err := idtoken.New(&idtoken.Config{}, idtoken.Options{}); err == nil {
+		t.Error("New with no issuers: want an error")
+	}
+	cfg := &idtoken.Config{Issuers: []idtoken.Issuer{{
+		Issuer: "https://i.test", Audience: "a", Keys: idtoken.Keys{JWKSFile: "/nonexistent"},
+		Subjects: []idtoken.Subject{{Subject: "me", Project: "p", Role: idtoken.RoleEditor}},
+	}}}
+	a, err := idtoken.New(cfg, idtoken.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	if got := time.Duration(cfg.Issuers[0].Keys.FetchTimeout); got != idtoken.DefaultFetchTimeout {
+		t.Errorf("fetchTimeout after New: want the default %s, got %s", idtoken.DefaultFetchTimeout, got)
 	}
 }
