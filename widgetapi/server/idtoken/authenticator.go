@@ -83,6 +83,7 @@ type Authenticator struct {
 	skew    time.Duration
 	now     func() time.Time
 	issuers map[string]*issuer
+	cache   *verifiedCache
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
@@ -107,7 +108,7 @@ func New(cfg *Config, o Options) (*Authenticator, error) {
 		o.OnFetch = func(string, error) {}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a := &Authenticator{skew: time.Duration(cfg.ClockSkew), now: o.Now, issuers: map[string]*issuer{}, cancel: cancel}
+	a := &Authenticator{skew: time.Duration(cfg.ClockSkew), now: o.Now, issuers: map[string]*issuer{}, cache: newVerifiedCache(MaxCachedTokens), cancel: cancel}
 	for _, ic := range cfg.Issuers {
 		f, err := fetcherFor(ic, o)
 		if err != nil {
@@ -179,6 +180,10 @@ func (a *Authenticator) Close() {
 // issuer's keys only when the token names a key the cache does not hold,
 // and no longer than ctx allows.
 func (a *Authenticator) Authenticate(ctx context.Context, raw string) (Identity, *Error) {
+	now := a.now()
+	if id, ok := a.cache.get(raw, now, a.skew); ok {
+		return id, nil
+	}
 	t, err := parse(raw)
 	if err != nil {
 		return Identity{}, err
@@ -201,20 +206,26 @@ func (a *Authenticator) Authenticate(ctx context.Context, raw string) (Identity,
 	if !verified {
 		return Identity{}, refuse(ReasonSignature, "the token's signature is not valid")
 	}
-	if err := t.checkClaims(is.cfg.Audience, a.now(), a.skew); err != nil {
+	if err := t.checkClaims(is.cfg.Audience, now, a.skew); err != nil {
 		return Identity{}, err
 	}
 	m, ok := is.subject(t.claims.Sub)
 	if !ok {
 		return Identity{}, refuse(ReasonUnmapped, "the token's subject is not mapped to a project; ask the Widget API's operator to map it")
 	}
-	return Identity{
+	id := Identity{
 		Issuer:  is.cfg.Issuer,
 		Subject: t.claims.Sub,
 		Project: m.Project,
 		Role:    m.Role,
 		Key:     sha256.Sum256([]byte("idtoken\x00" + is.cfg.Issuer + "\x00" + m.Subject)),
-	}, nil
+	}
+	e := cachedIdentity{id: id, until: now.Add(CachedTokenTTL), exp: t.claims.Exp.time()}
+	if t.claims.Nbf != nil {
+		e.nbf = t.claims.Nbf.time()
+	}
+	a.cache.put(raw, e)
+	return id, nil
 }
 
 // subject returns the mapping of sub: its exact mapping, else the wildcard

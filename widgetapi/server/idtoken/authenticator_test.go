@@ -80,7 +80,7 @@ func (f *countingFetcher) set(jwks []byte, err error) {
 	f.jwks, f.err = jwks, err
 }
 
-func newAuth(t *testing.T, clk *clock, f idtoken.Fetcher) *idtoken.Authenticator {
+func newAuth(t testing.TB, clk *clock, f idtoken.Fetcher) *idtoken.Authenticator {
 	t.Helper()
 	a, err := idtoken.New(config(), idtoken.Options{Now: clk.Now, Fetchers: map[string]idtoken.Fetcher{iss: f}})
 	if err != nil {
@@ -439,9 +439,15 @@ func TestHangingJWKSEndpoint(t *testing.T) {
 		_, err := a.Authenticate(ctx, idtokentest.Sign(t, k["rsa2"], claims()))
 		unknown <- err
 	}()
+	// Distinct tokens, so each is verified with the held key rather than
+	// answered from the cache of verified tokens.
+	held := make([]string, 5)
+	for i := range held {
+		held[i] = idtokentest.Sign(t, k["rsa"], claims(with("jti", i)))
+	}
 	<-f.started
-	for range 100 {
-		if _, err := a.Authenticate(context.Background(), idtokentest.Sign(t, k["rsa"], claims())); err != nil {
+	for _, tok := range held {
+		if _, err := a.Authenticate(context.Background(), tok); err != nil {
 			t.Fatalf("a held key during a hanging fetch: %v", err)
 		}
 	}
@@ -454,6 +460,22 @@ func TestHangingJWKSEndpoint(t *testing.T) {
 	case <-closed:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not end the hanging fetch")
+	}
+}
+
+// TestCachedTokenExpires: a token verified (and so cached) is refused once
+// it expires, though it was verified less than CachedTokenTTL before.
+func TestCachedTokenExpires(t *testing.T) {
+	k := keys()
+	clk := &clock{now: t0}
+	a := newAuth(t, clk, &countingFetcher{jwks: idtokentest.JWKS(k["rsa"])})
+	raw := idtokentest.Sign(t, k["rsa"], claims(with("exp", t0.Add(10*time.Second).Unix())))
+	if _, err := a.Authenticate(context.Background(), raw); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(10*time.Second + idtoken.DefaultClockSkew)
+	if _, err := a.Authenticate(context.Background(), raw); err == nil || err.Reason != idtoken.ReasonExpired {
+		t.Errorf("a cached token past its exp and the skew: want expired, got %v", err)
 	}
 }
 
