@@ -57,6 +57,19 @@ func clusterSpec(endpoint string) commonv1alpha1.ProviderConfigSpec {
 	}
 }
 
+// fileSpec is a cluster-scoped ProviderConfigSpec whose token is in the
+// file at path; an empty path names no file.
+func fileSpec(path string) commonv1alpha1.ProviderConfigSpec {
+	s := commonv1alpha1.ProviderConfigSpec{
+		APIConnection: commonv1alpha1.APIConnection{Endpoint: "https://widgets.example.com"},
+		Credentials:   commonv1alpha1.ProviderCredentials{Source: xpv2.CredentialsSourceFilesystem},
+	}
+	if path != "" {
+		s.Credentials.Fs = &commonv1alpha1.TokenFileSelector{Path: path}
+	}
+	return s
+}
+
 func labels(n int) map[string]string {
 	l := map[string]string{}
 	for i := range n {
@@ -303,6 +316,33 @@ func v1alpha1WriteCases() map[string]writeCase {
 		"LegacyProviderConfig": {
 			reason: "A cluster-scoped ProviderConfig with an endpoint and a token Secret must be accepted.",
 			create: &clusterv1alpha1.ProviderConfig{Spec: clusterSpec("http://127.0.0.1:8080")},
+		},
+		"ClusterProviderConfigTokenFile": {
+			reason: "A ClusterProviderConfig may read its token from a file, such as a projected ServiceAccount token.",
+			create: &namespacedv1alpha1.ClusterProviderConfig{Spec: fileSpec("/var/run/secrets/widgetco.io/serviceaccount/token")},
+		},
+		"LegacyProviderConfigTokenFile": {
+			reason: "A cluster-scoped ProviderConfig may read its token from a file.",
+			create: &clusterv1alpha1.ProviderConfig{Spec: fileSpec("/var/run/secrets/widgetco.io/serviceaccount/token")},
+		},
+		"ClusterProviderConfigTokenFileRelative": {
+			reason:  "A token file's path is absolute.",
+			create:  &namespacedv1alpha1.ClusterProviderConfig{Spec: fileSpec("token")},
+			wantErr: "should match '^/'",
+		},
+		"ClusterProviderConfigFilesystemWithoutFs": {
+			reason:  "Filesystem credentials must name the file.",
+			create:  &namespacedv1alpha1.ClusterProviderConfig{Spec: fileSpec("")},
+			wantErr: ruleFsRequired.Message,
+		},
+		"ProviderConfigFilesystem": {
+			reason: "A namespaced ProviderConfig, which a tenant writes, cannot make the provider read a file.",
+			create: func() client.Object {
+				pc := nsProviderConfig("https://widgets.example.com", "", nil)
+				pc.Spec.Credentials.Source = xpv2.CredentialsSourceFilesystem
+				return pc
+			}(),
+			wantErr: `Unsupported value: "Filesystem"`,
 		},
 		"ProviderConfigUsage": {
 			reason: "A usage of a ClusterProviderConfig by a namespaced Widget must be accepted in the Widget's namespace.",

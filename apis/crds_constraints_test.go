@@ -55,6 +55,10 @@ func TestCRDFieldConstraints(t *testing.T) {
 	widgetName := constraints{Type: "string", Pattern: `^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`, MaxLength: ptr.To[int64](63)}
 	endpoint := constraints{Type: "string", Pattern: `^https?://`, MaxLength: ptr.To[int64](2048)}
 	source := constraints{Type: "string", Enum: []string{`"Secret"`}}
+	// Only a platform team's (cluster-scoped) ProviderConfigs may read a
+	// token file.
+	clusterSource := constraints{Type: "string", Enum: []string{`"Secret"`, `"Filesystem"`}}
+	tokenFilePath := constraints{Type: "string", Pattern: "^/", MaxLength: ptr.To[int64](1024)}
 
 	type field struct {
 		path []string
@@ -154,22 +158,24 @@ func TestCRDFieldConstraints(t *testing.T) {
 			},
 		},
 		"ClusterProviderConfig": {
-			reason:  "A ClusterProviderConfig must name the Secret's namespace.",
+			reason:  "A ClusterProviderConfig must name the Secret's namespace; it may name an absolute token file instead.",
 			file:    "widget.m.widgetco.io_clusterproviderconfigs.yaml",
 			version: "v1alpha1",
 			fields: []field{
 				{path: []string{"spec", "endpoint"}, want: endpoint},
-				{path: []string{"spec", "credentials", "source"}, want: source},
+				{path: []string{"spec", "credentials", "source"}, want: clusterSource},
+				{path: []string{"spec", "credentials", "fs", "path"}, want: tokenFilePath},
 				{path: []string{"spec", "credentials", "secretRef"}, want: constraints{Type: "object", Required: []string{"key", "name", "namespace"}, Properties: []string{"key", "name", "namespace"}}},
 			},
 		},
 		"LegacyProviderConfig": {
-			reason:  "A cluster-scoped legacy ProviderConfig must name the Secret's namespace.",
+			reason:  "A cluster-scoped legacy ProviderConfig must name the Secret's namespace; it may name an absolute token file instead.",
 			file:    "widget.widgetco.io_providerconfigs.yaml",
 			version: "v1alpha1",
 			fields: []field{
 				{path: []string{"spec", "endpoint"}, want: endpoint},
-				{path: []string{"spec", "credentials", "source"}, want: source},
+				{path: []string{"spec", "credentials", "source"}, want: clusterSource},
+				{path: []string{"spec", "credentials", "fs", "path"}, want: tokenFilePath},
 				{path: []string{"spec", "credentials", "secretRef"}, want: constraints{Type: "object", Required: []string{"key", "name", "namespace"}, Properties: []string{"key", "name", "namespace"}}},
 			},
 		},

@@ -70,6 +70,10 @@ var (
 		Rule:    "self.source != 'Secret' || has(self.secretRef)",
 		Message: "secretRef is required when source is Secret: name the Secret, its namespace and the key that holds the Widget API token",
 	}
+	ruleFsRequired = extv1.ValidationRule{
+		Rule:    "self.source != 'Filesystem' || has(self.fs)",
+		Message: "fs is required when source is Filesystem: name the token file, such as a projected ServiceAccount token",
+	}
 	ruleLocalSecretRefRequired = extv1.ValidationRule{
 		Rule:    "self.source != 'Secret' || has(self.secretRef)",
 		Message: "secretRef is required when source is Secret: name the Secret in this namespace and the key that holds the Widget API token",
@@ -216,23 +220,23 @@ func TestCRDValidationRules(t *testing.T) {
 			},
 		},
 		"ClusterProviderConfig": {
-			reason:  "An endpoint without a host, a CA bundle that is not PEM and Secret credentials that do not name the Secret must be rejected.",
+			reason:  "An endpoint without a host, a CA bundle that is not PEM, Secret credentials that do not name the Secret and Filesystem credentials that name no file must be rejected.",
 			file:    "widget.m.widgetco.io_clusterproviderconfigs.yaml",
 			version: "v1alpha1",
 			want: map[string]extv1.ValidationRules{
 				"spec.endpoint":    {ruleEndpointHost},
 				"spec.caBundle":    {ruleCABundlePEM},
-				"spec.credentials": {ruleSecretRefRequired},
+				"spec.credentials": {ruleSecretRefRequired, ruleFsRequired},
 			},
 		},
 		"LegacyProviderConfig": {
-			reason:  "An endpoint without a host, a CA bundle that is not PEM and Secret credentials that do not name the Secret must be rejected.",
+			reason:  "An endpoint without a host, a CA bundle that is not PEM, Secret credentials that do not name the Secret and Filesystem credentials that name no file must be rejected.",
 			file:    "widget.widgetco.io_providerconfigs.yaml",
 			version: "v1alpha1",
 			want: map[string]extv1.ValidationRules{
 				"spec.endpoint":    {ruleEndpointHost},
 				"spec.caBundle":    {ruleCABundlePEM},
-				"spec.credentials": {ruleSecretRefRequired},
+				"spec.credentials": {ruleSecretRefRequired, ruleFsRequired},
 			},
 		},
 		"NamespacedProviderConfigUsage": {

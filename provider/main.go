@@ -82,6 +82,8 @@ type cli struct {
 	HealthProbeBindAddress string `default:":8081" help:"Address of /healthz and /readyz ('0' disables them)."`
 	PprofBindAddress       string `default:"0" help:"Address of Go's /debug/pprof endpoints, for profiling memory and CPU ('0', the default, disables them; never expose them outside the pod)."`
 
+	TokenFileDir string `default:"/var/run/secrets/widgetco.io" help:"The only directory a cluster-scoped ProviderConfig or ClusterProviderConfig with credentials source Filesystem may name a token file in (e.g. a projected ServiceAccount token for the Widget API's audience). Files elsewhere, such as the provider's own Kubernetes token, are refused."`
+
 	APIRetries int `default:"4" help:"Attempts per idempotent Widget API request (retried on 5xx and transport errors, with backoff)."`
 
 	WebhookTLSCertDir string `env:"WEBHOOK_TLS_CERT_DIR" help:"Directory of the conversion webhook's TLS certificate (tls.crt, tls.key), which Crossplane's package runtime mounts and names here. When empty the webhook server is off, and only v1beta1, the storage version, can be used."`
@@ -195,7 +197,8 @@ func run(c *cli) error {
 		clients.WithThrottle(throttle),
 		clients.WithUserAgent("provider-widget/"+version),
 		clients.WithObserver(own.ObserveAPI),
-		clients.WithRetryPolicy(retryPolicy(c.APIRetries)))
+		clients.WithRetryPolicy(retryPolicy(c.APIRetries)),
+		clients.WithTokenFileDir(c.TokenFileDir))
 	cs, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return fmt.Errorf("cannot create a Kubernetes client for events: %w", err)

@@ -13,6 +13,7 @@ const (
 	CodeMalformed          = "malformed_request"
 	CodeInvalid            = "invalid"
 	CodeUnauthorized       = "unauthorized"
+	CodeForbidden          = "forbidden"
 	CodeNotFound           = "not_found"
 	CodeAlreadyExists      = "already_exists"
 	CodeConflict           = "conflict"
@@ -153,6 +154,14 @@ func IsInvalid(err error) ([]FieldError, bool) {
 func IsUnauthorized(err error) bool {
 	e, ok := asError(err)
 	return ok && e.StatusCode == http.StatusUnauthorized
+}
+
+// IsForbidden reports whether the caller authenticated but may not do what
+// it asked: an identity token whose subject maps to no project, or a viewer
+// that tried to write.
+func IsForbidden(err error) bool {
+	e, ok := asError(err)
+	return ok && e.StatusCode == http.StatusForbidden
 }
 
 // IsFeedExpired reports whether a change feed position is older than the

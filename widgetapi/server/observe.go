@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/widgetco/crossplane-widget/widgetapi/server/idtoken"
 )
 
 // metrics are the server's Prometheus metrics, on their own registry so
@@ -22,6 +24,12 @@ type metrics struct {
 	pollsRefused  prometheus.Counter
 	connsRefused  prometheus.Counter
 	longPolls     prometheus.Gauge
+	// tokensRefused counts identity tokens refused, by idtoken.Reason or
+	// "role"; keyFetches counts fetches of issuers' keys, by issuer (from
+	// the configuration) and result. Both label sets are bounded.
+	tokensRefused *prometheus.CounterVec
+	tokensOK      *prometheus.CounterVec
+	keyFetches    *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -57,7 +65,24 @@ func newMetrics() *metrics {
 			Help: "Change feed long polls being held.",
 		}),
 	}
-	m.reg.MustRegister(m.requests, m.duration, m.throttled, m.authThrottled, m.pollsRefused, m.connsRefused, m.longPolls)
+	m.tokensRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "widgetapi_identity_tokens_refused_total",
+		Help: "Identity tokens (JWTs) answered 401 or 403, by reason: malformed, algorithm, issuer, unknown_key, keys_unavailable, signature, audience, expired, not_yet_valid, unmapped (403), role (403: a viewer that tried to write).",
+	}, []string{"reason"})
+	m.tokensOK = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "widgetapi_identity_tokens_accepted_total",
+		Help: "Identity tokens (JWTs) accepted, by configured issuer.",
+	}, []string{"issuer"})
+	m.keyFetches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "widgetapi_identity_key_fetches_total",
+		Help: "Fetches of trusted issuers' keys (discovery and JWKS, or the JWKS file), by configured issuer and result (ok, error).",
+	}, []string{"issuer", "result"})
+	for _, r := range idtoken.Reasons {
+		m.tokensRefused.WithLabelValues(string(r))
+	}
+	m.tokensRefused.WithLabelValues(reasonRole)
+	m.reg.MustRegister(m.requests, m.duration, m.throttled, m.authThrottled, m.pollsRefused, m.connsRefused, m.longPolls,
+		m.tokensRefused, m.tokensOK, m.keyFetches)
 	return m
 }
 
@@ -71,6 +96,8 @@ type logWriter struct {
 	status  int
 	bytes   int
 	project string
+	// subject is the identity token subject the request authenticated as.
+	subject string
 	route   string
 	// widget is the widget a create names (its path does not), so the
 	// access log shows which widget every create was for.
@@ -184,11 +211,16 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		if lw.widget != "" {
 			attrs = append(attrs, "widget", lw.widget)
 		}
-		s.log.Info("request", append(attrs,
+		attrs = append(attrs,
 			"status", lw.status,
 			"bytes", lw.bytes,
 			"duration_ms", float64(d.Microseconds())/1000,
 			"project", lw.project,
+		)
+		if lw.subject != "" {
+			attrs = append(attrs, "subject", lw.subject)
+		}
+		s.log.Info("request", append(attrs,
 			"remote", clip(r.RemoteAddr, maxLogged),
 			"user_agent", clip(r.UserAgent(), maxLogged),
 		)...)

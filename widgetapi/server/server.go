@@ -23,6 +23,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/widgetco/crossplane-widget/widgetapi"
+	"github.com/widgetco/crossplane-widget/widgetapi/server/idtoken"
 )
 
 // Options configure a Server. The zero value of every field is usable except
@@ -32,6 +33,15 @@ type Options struct {
 	DataDir string
 	// Tokens maps bearer tokens to the project they belong to.
 	Tokens map[string]string
+	// IdentityTokens, when set, also accepts OIDC identity tokens (signed
+	// JWTs, such as Kubernetes ServiceAccount tokens) from the issuers it
+	// trusts, mapping their subjects to a project and a role. A bearer
+	// token that is a static token is always one: identity tokens never
+	// shadow static ones. New validates it and fills in its defaults.
+	IdentityTokens *idtoken.Config
+	// IdentityTokenOptions are passed to the identity token authenticator;
+	// Now and OnFetch are the server's. Tests set fetchers or CAs here.
+	IdentityTokenOptions idtoken.Options
 
 	// ProvisionDelay is how long a new widget stays Provisioning.
 	ProvisionDelay time.Duration
@@ -137,13 +147,15 @@ type Options struct {
 // Server serves the Widget API. Create it with New, serve Handler(), and
 // Close it to stop background work and release the database.
 type Server struct {
-	opts    Options
-	store   *store
-	tokens  map[[32]byte]string
-	log     *slog.Logger
-	metrics *metrics
-	feed    *notifier
-	sched   *scheduler
+	opts   Options
+	store  *store
+	tokens map[[32]byte]string
+	// idtokens verifies identity tokens; nil when none are trusted.
+	idtokens *idtoken.Authenticator
+	log      *slog.Logger
+	metrics  *metrics
+	feed     *notifier
+	sched    *scheduler
 
 	mu       sync.Mutex
 	limiters map[[32]byte]*rate.Limiter
@@ -241,9 +253,22 @@ func New(opts Options) (*Server, error) {
 	for tok, project := range opts.Tokens {
 		s.tokens[sha256.Sum256([]byte(tok))] = project
 	}
+	if opts.IdentityTokens != nil {
+		io := opts.IdentityTokenOptions
+		io.Now = opts.Now
+		io.OnFetch = s.keysFetched
+		if s.idtokens, err = idtoken.New(opts.IdentityTokens, io); err != nil {
+			_ = st.close()
+			return nil, fmt.Errorf("cannot configure identity tokens: %w", err)
+		}
+		s.idtokens.Start()
+	}
 	s.conns = newConnGuard(opts.MaxConnsPerAddr, opts.LimitLoopback, opts.UnauthIdleTimeout, s.refusedConn)
 	s.sched = newScheduler(opts.Now, s.advance)
 	if err := s.resumeTransitions(); err != nil {
+		if s.idtokens != nil {
+			s.idtokens.Close()
+		}
 		_ = st.close()
 		return nil, err
 	}
@@ -265,6 +290,9 @@ func New(opts Options) (*Server, error) {
 // first; call Shutdown to release long polls before that.
 func (s *Server) Close() error {
 	s.Shutdown()
+	if s.idtokens != nil {
+		s.idtokens.Close()
+	}
 	s.wg.Wait()
 	return s.store.close()
 }
@@ -385,20 +413,30 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		h := sha256.Sum256([]byte(tok))
 		project, ok := s.tokens[h]
+		if !ok && s.idtokens != nil && looksLikeJWT(tok) {
+			s.authenticateIdentity(w, r, addr, tok, next)
+			return
+		}
 		if !ok {
 			s.authFail.failed(addr, s.opts.Now())
 			w.Header().Set("WWW-Authenticate", `Bearer realm="widget-api", error="invalid_token"`)
 			problem(w, http.StatusUnauthorized, "unauthorized", "the bearer token is not valid")
 			return
 		}
-		markAuthenticated(r)
-		if lw, ok := w.(*logWriter); ok {
-			lw.project = project
-		}
-		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, project))
-		r = r.WithContext(context.WithValue(r.Context(), tokenKey{}, h))
-		next.ServeHTTP(w, r)
+		s.serveAs(w, r, project, h, next)
 	})
+}
+
+// serveAs serves r as an authenticated caller of project, whose limits
+// (rate, long polls) are keyed by id.
+func (s *Server) serveAs(w http.ResponseWriter, r *http.Request, project string, id [32]byte, next http.Handler) {
+	markAuthenticated(r)
+	if lw, ok := w.(*logWriter); ok {
+		lw.project = project
+	}
+	r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, project))
+	r = r.WithContext(context.WithValue(r.Context(), tokenKey{}, id))
+	next.ServeHTTP(w, r)
 }
 
 type tokenKey struct{}

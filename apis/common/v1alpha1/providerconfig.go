@@ -25,14 +25,19 @@ type APIConnection struct {
 }
 
 // ProviderCredentials say where the provider finds its Widget API token. The
-// token may be in a Secret in any namespace. ClusterProviderConfig and the
-// cluster-scoped ProviderConfig use them.
+// token may be in a Secret in any namespace, or, for a Widget API that
+// accepts identity tokens, in a file such as a projected ServiceAccount
+// token. ClusterProviderConfig and the cluster-scoped ProviderConfig use
+// them: only a platform team can make the provider read a file.
 //
 // +kubebuilder:validation:XValidation:rule="self.source != 'Secret' || has(self.secretRef)",message="secretRef is required when source is Secret: name the Secret, its namespace and the key that holds the Widget API token"
+// +kubebuilder:validation:XValidation:rule="self.source != 'Filesystem' || has(self.fs)",message="fs is required when source is Filesystem: name the token file, such as a projected ServiceAccount token"
 type ProviderCredentials struct {
-	// Source of the Widget API token. Secret is the only supported source:
-	// the token is read from the Secret key that secretRef selects.
-	// +kubebuilder:validation:Enum=Secret
+	// Source of the Widget API token. Secret reads it from the Secret key
+	// that secretRef selects; Filesystem reads it from the file that fs
+	// names, such as a projected ServiceAccount token for the Widget API's
+	// audience.
+	// +kubebuilder:validation:Enum=Secret;Filesystem
 	Source xpv2.CredentialsSource `json:"source"`
 
 	// SecretRef selects the Secret key that holds the Widget API bearer
@@ -40,6 +45,27 @@ type ProviderCredentials struct {
 	// so replacing the token in the Secret needs no provider restart.
 	// +optional
 	SecretRef *xpv2.SecretKeySelector `json:"secretRef,omitempty"`
+
+	// Fs names the file that holds the Widget API bearer token, with source
+	// Filesystem.
+	// +optional
+	Fs *TokenFileSelector `json:"fs,omitempty"`
+}
+
+// TokenFileSelector names a file in the provider's container that holds a
+// Widget API token, typically a projected ServiceAccount token that the
+// kubelet rotates. The provider reads it again at least every 10 seconds
+// and never uses a token past its expiry.
+type TokenFileSelector struct {
+	// Path of the token file: absolute, inside the provider's token file
+	// directory (--token-file-dir, default /var/run/secrets/widgetco.io),
+	// such as /var/run/secrets/widgetco.io/serviceaccount/token. The
+	// provider refuses any other path, so its own Kubernetes credentials
+	// can never be sent to a Widget API.
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/`
+	Path string `json:"path"`
 }
 
 // LocalProviderCredentials say where the provider finds its Widget API token

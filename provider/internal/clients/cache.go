@@ -51,9 +51,13 @@ var keyMAC = func() []byte {
 // start-up. It is as hard to make collide as SHA-256, and reveals nothing
 // about the token, even a guessable one, to whoever reads it in a heap dump
 // or a log line that should not have held it.
-func connectionKey(endpoint, token, caBundle string) string {
+//
+// more, when given, are further parts of the identity (a token file's
+// marker): the length-prefixed encoding of a longer list never equals that
+// of a shorter one.
+func connectionKey(endpoint, token, caBundle string, more ...string) string {
 	h := hmac.New(sha256.New, keyMAC)
-	for _, s := range []string{endpoint, token, caBundle} {
+	for _, s := range append([]string{endpoint, token, caBundle}, more...) {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
 		_, _ = h.Write(n[:])

@@ -59,6 +59,8 @@ type Resolver struct {
 	httpClients *httpClients
 	// tokens are the tokens read in the last TokenTTL, by Secret key.
 	tokens *ttlmap.Map[tokenRef, string]
+	// files reads tokens from files (source Filesystem).
+	files *tokenFiles
 }
 
 // MaxConnsPerEndpoint bounds the connections, and so the requests in
@@ -86,6 +88,12 @@ func WithObserver(fn widgetapi.ObserveFunc) Option { return func(r *Resolver) { 
 // rate limit can recover after 429s.
 func WithThrottle(t *Throttle) Option { return func(r *Resolver) { r.throttle = t } }
 
+// WithTokenFileDir sets the only directory token files (credentials source
+// Filesystem) are read from; default DefaultTokenFileDir.
+func WithTokenFileDir(dir string) Option {
+	return func(r *Resolver) { r.files = newTokenFiles(dir) }
+}
+
 // WithRetryPolicy sets the client's retry policy for idempotent calls.
 func WithRetryPolicy(p widgetapi.RetryPolicy) Option { return func(r *Resolver) { r.retry = p } }
 
@@ -102,6 +110,7 @@ func NewResolver(kube client.Client, opts ...Option) *Resolver {
 		retry:       widgetapi.DefaultRetryPolicy,
 		httpClients: newHTTPClients(MaxHTTPClients, HTTPClientIdle),
 		tokens:      ttlmap.New[tokenRef, string](TokenTTL),
+		files:       newTokenFiles(DefaultTokenFileDir),
 	}
 	for _, o := range opts {
 		o(r)
@@ -118,7 +127,11 @@ func (r *Resolver) Resolve(ctx context.Context, mg resource.Managed) (*Connectio
 		return nil, err
 	}
 	spec := pc.GetProviderConfigSpec()
-	token, err := r.token(ctx, spec.Credentials)
+	if _, ok := pc.(*nsv1alpha1.ProviderConfig); ok && spec.Credentials.Source != xpv2.CredentialsSourceSecret {
+		// The CRD allows only Secret here; this holds without it too.
+		return nil, errors.Errorf("%s: credentials source %q is not supported in a namespaced ProviderConfig: use Secret", describe(pc), spec.Credentials.Source)
+	}
+	token, credKey, err := r.token(ctx, spec.Credentials)
 	if err != nil {
 		return nil, err
 	}
@@ -127,6 +140,12 @@ func (r *Resolver) Resolve(ctx context.Context, mg resource.Managed) (*Connectio
 		return nil, errors.Wrapf(err, "cannot use the caBundle of %s", describe(pc))
 	}
 	key := connectionKey(spec.Endpoint, token, spec.CABundle)
+	if credKey != "" {
+		// A token file stands for one identity whatever token it holds
+		// now: rotation keeps the connection's rate limits, change feed
+		// and memory of widgets.
+		key = connectionKey(spec.Endpoint, credKey, spec.CABundle, "file")
+	}
 	observe := func(op string, status int, d time.Duration) {
 		r.observe(op, knownStatus(status), d)
 		if t := r.throttle; t != nil && status >= 200 && status < 300 {
@@ -219,13 +238,29 @@ func describe(pc commonv1alpha1.ProviderConfigResource) string {
 	return describeRef(kind, types.NamespacedName{Namespace: pc.GetNamespace(), Name: pc.GetName()})
 }
 
-// token reads the bearer token from the referenced Secret key, or returns
+// token returns the bearer token of cr and, for a token file, its path
+// (which identifies the connection in place of the token). See secretToken
+// and tokenFiles.get.
+func (r *Resolver) token(ctx context.Context, cr commonv1alpha1.ProviderCredentials) (token, file string, err error) {
+	switch cr.Source {
+	case xpv2.CredentialsSourceSecret:
+		token, err = r.secretToken(ctx, cr)
+		return token, "", err
+	case xpv2.CredentialsSourceFilesystem:
+		if cr.Fs == nil || cr.Fs.Path == "" {
+			return "", "", errors.New("spec.credentials.fs.path must name the file holding the Widget API token")
+		}
+		token, err = r.files.get(cr.Fs.Path)
+		return token, cr.Fs.Path, err
+	default:
+		return "", "", errors.Errorf("credentials source %q is not supported: use Secret or Filesystem", cr.Source)
+	}
+}
+
+// secretToken reads the bearer token from the referenced Secret key, or returns
 // the one read from it less than TokenTTL ago. A token longer than
 // MaxTokenBytes is refused; errors name the Secret and key, never the value.
-func (r *Resolver) token(ctx context.Context, cr commonv1alpha1.ProviderCredentials) (string, error) {
-	if cr.Source != xpv2.CredentialsSourceSecret {
-		return "", errors.Errorf("credentials source %q is not supported: use Secret", cr.Source)
-	}
+func (r *Resolver) secretToken(ctx context.Context, cr commonv1alpha1.ProviderCredentials) (string, error) {
 	ref := cr.SecretRef
 	if ref == nil || ref.Name == "" || ref.Key == "" {
 		return "", errors.New("spec.credentials.secretRef must name a Secret and a key holding the Widget API token")

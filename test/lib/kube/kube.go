@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -59,6 +61,13 @@ type Options struct {
 	// The conversion of any other CRD is removed. Unset, CRDs are
 	// installed as they are.
 	ConversionScheme *runtime.Scheme
+	// LoopbackJWKSURI makes kube-apiserver's OIDC discovery document
+	// (/.well-known/openid-configuration) name its JWKS at
+	// https://127.0.0.1:<port>/openid/v1/jwks
+	// (--service-account-jwks-uri), which its serving certificate covers.
+	// By default kube-apiserver names its advertise address, the host's
+	// first non-loopback address, which the certificate does not cover.
+	LoopbackJWKSURI bool
 }
 
 // A WebhookServer is where kube-apiserver expects the conversion webhook
@@ -111,6 +120,14 @@ func Start(o Options) (*Env, error) {
 	if o.ServiceCIDR != "" {
 		env.ControlPlane.APIServer.Configure().Set("service-cluster-ip-range", o.ServiceCIDR)
 	}
+	if o.LoopbackJWKSURI {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		env.ControlPlane.APIServer.ListenAddr = envtest.ListenAddr{Address: "127.0.0.1", Port: port}
+		env.ControlPlane.APIServer.Configure().Set("service-account-jwks-uri", "https://127.0.0.1:"+port+"/openid/v1/jwks")
+	}
 	if o.CertDir != "" {
 		if err := os.MkdirAll(o.CertDir, 0o700); err != nil {
 			return nil, fmt.Errorf("cannot create kube-apiserver's certificate directory: %w", err)
@@ -131,6 +148,16 @@ func Start(o Options) (*Env, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("cannot find a free port: %w", err)
+	}
+	defer l.Close()                                        //nolint:errcheck // only its port was wanted
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port), nil //nolint:forcetypeassert // a TCP listener
 }
 
 func (e *Env) admin(o Options) error {

@@ -16,6 +16,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
+	"github.com/widgetco/crossplane-widget/widgetapi/server/idtoken"
 )
 
 // version is stamped by the Makefile (-X main.version).
@@ -25,9 +26,10 @@ var version = "dev"
 type cli struct {
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
-	Listen     string `default:"127.0.0.1:8080" help:"Address to listen on. Loopback by default; set 0.0.0.0:8080 deliberately to serve other hosts."`
-	DataDir    string `required:"" type:"path" help:"Directory for the database (created if missing). Every acknowledged write is fsynced here."`
-	TokensFile string `required:"" type:"existingfile" help:"File of '<token> <project>' lines. A token sees only its project's widgets."`
+	Listen         string `default:"127.0.0.1:8080" help:"Address to listen on. Loopback by default; set 0.0.0.0:8080 deliberately to serve other hosts."`
+	DataDir        string `required:"" type:"path" help:"Directory for the database (created if missing). Every acknowledged write is fsynced here."`
+	TokensFile     string `type:"existingfile" help:"File of '<token> <project>' lines. A token sees only its project's widgets. Required unless --identity-config is set."`
+	IdentityConfig string `type:"existingfile" help:"YAML file of trusted OIDC issuers whose identity tokens (JWTs, e.g. Kubernetes ServiceAccount tokens) are accepted as bearer tokens, and of the subjects each maps to a project and a role. See docs/widget-api.md#identity-tokens."`
 
 	ProvisionDelay time.Duration `default:"5s" help:"How long a new widget stays Provisioning before it is Ready."`
 	ResizeDelay    time.Duration `default:"3s" help:"How long a size change keeps a widget Resizing."`
@@ -121,13 +123,27 @@ func run(c *cli) error {
 	if c.RefusedLogInterval <= 0 {
 		return errors.New("--refused-log-interval must be positive")
 	}
-	tokens, err := server.LoadTokens(c.TokensFile)
-	if err != nil {
-		return err
+	if c.TokensFile == "" && c.IdentityConfig == "" {
+		return errors.New("set --tokens-file, --identity-config or both")
+	}
+	var tokens map[string]string
+	if c.TokensFile != "" {
+		var err error
+		if tokens, err = server.LoadTokens(c.TokensFile); err != nil {
+			return err
+		}
+	}
+	var identity *idtoken.Config
+	if c.IdentityConfig != "" {
+		var err error
+		if identity, err = idtoken.LoadConfig(c.IdentityConfig); err != nil {
+			return err
+		}
 	}
 	srv, err := server.New(server.Options{
 		DataDir:        c.DataDir,
 		Tokens:         tokens,
+		IdentityTokens: identity,
 		ProvisionDelay: c.ProvisionDelay,
 		ResizeDelay:    c.ResizeDelay,
 		DeleteDelay:    c.DeleteDelay,
@@ -176,7 +192,7 @@ func run(c *cli) error {
 		scheme = "https"
 		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	log.Info("serving the Widget API", "url", scheme+"://"+ln.Addr().String(), "data_dir", c.DataDir, "projects", len(tokens),
+	log.Info("serving the Widget API", "url", scheme+"://"+ln.Addr().String(), "data_dir", c.DataDir, "static_tokens", len(tokens), "identity_issuers", identityIssuers(identity),
 		"max_conns_per_addr", c.MaxConnsPerAddr, "loopback_exempt", !c.LimitLoopback)
 
 	errc := make(chan error, 1)
@@ -207,4 +223,11 @@ func run(c *cli) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+func identityIssuers(c *idtoken.Config) int {
+	if c == nil {
+		return 0
+	}
+	return len(c.Issuers)
 }
