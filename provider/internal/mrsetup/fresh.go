@@ -162,9 +162,10 @@ func (g freshGate) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	return g.next.Reconcile(ctx, req)
 }
 
-// cacheObserver is a predicate that tells freshness what the cache holds:
-// predicates see every watch event of the controller's kind after the
-// informer stored it. It filters nothing.
+// cacheObserver is a predicate that tells freshness (when set) what the
+// cache holds, and status (when set) which resources are gone: predicates
+// see every watch event of the controller's kind after the informer stored
+// it. It filters nothing.
 type cacheObserver struct {
 	fresh  *freshness
 	status *statusMemo
@@ -173,17 +174,23 @@ type cacheObserver struct {
 var _ predicate.Predicate = cacheObserver{}
 
 func (p cacheObserver) Create(e event.CreateEvent) bool {
-	p.fresh.cached(e.Object, false)
+	if p.fresh != nil {
+		p.fresh.cached(e.Object, false)
+	}
 	return true
 }
 
 func (p cacheObserver) Update(e event.UpdateEvent) bool {
-	p.fresh.cached(e.ObjectNew, false)
+	if p.fresh != nil {
+		p.fresh.cached(e.ObjectNew, false)
+	}
 	return true
 }
 
 func (p cacheObserver) Delete(e event.DeleteEvent) bool {
-	p.fresh.cached(e.Object, true)
+	if p.fresh != nil {
+		p.fresh.cached(e.Object, true)
+	}
 	if p.status != nil {
 		p.status.forget(client.ObjectKeyFromObject(e.Object))
 	}

@@ -1,7 +1,3 @@
-// Package mrsetup wires a managed resource kind into a controller: the
-// crossplane-runtime managed reconciler with this provider's defaults
-// (deterministic external names, management policies, metrics, a work queue
-// that honours the Widget API's Retry-After) and a change feed source.
 package mrsetup
 
 import (
@@ -17,6 +13,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +22,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -95,45 +94,152 @@ type Env struct {
 	Secrets client.Reader
 }
 
-// Setup adds a controller for managed resources of kind gvk, Go type T.
+// Setup adds a controller for managed resources of kind gvk, Go type T,
+// with every layer of this provider switched on (see lean in layers.go).
 // newList must return an empty list of that kind.
 func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, gvk schema.GroupVersionKind,
 	newObj func() T, newList func() resource.ManagedList, connect func(Env) managed.TypedExternalConnector[T]) error {
-	name := managed.ControllerName(gvk.GroupKind().String())
-	limiter := ratelimit.New(ratelimiter.NewController())
+	s, err := build(mgr, o, d, gvk, newList, connect, lean)
+	if err != nil {
+		return err
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(s.name).
+		WithOptions(s.options).
+		For(newObj(), builder.WithPredicates(s.predicates...))
+	if d.Feed != nil {
+		b = b.WatchesRawSource(d.Feed.Source(s.kind))
+	}
+	return b.Complete(s.handler)
+}
+
+// A stack is crossplane-runtime's managed reconciler for one kind with the
+// layers switched on around and inside it.
+type stack struct {
+	name, kind string
+	// reconciler is crossplane-runtime's managed reconciler.
+	reconciler *managed.Reconciler
+	// handler is what the controller calls: reconciler, behind the
+	// global rate limit, behind the layers that wrap it.
+	handler reconcile.Reconciler
+	// predicates filter the watch events of the kind.
+	predicates []predicate.Predicate
+	// options are the controller's.
+	options ctrlcontroller.Options
+}
+
+// build assembles the reconciler for managed resources of kind gvk, Go type
+// T: first the stock path, as crossplane/provider-template builds it, then
+// each layer of l in the order of the package comment, each replacing or
+// wrapping one stock piece. With the zero layers it is the stock path.
+func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, gvk schema.GroupVersionKind,
+	newList func() resource.ManagedList, connect func(Env) managed.TypedExternalConnector[T], l layers) (*stack, error) {
+	kind := gvk.GroupKind().String()
+	name := managed.ControllerName(kind)
+	log := o.Logger.WithValues("controller", name)
+	isKind := func(o client.Object) bool { _, ok := o.(T); return ok }
+
+	// The stock pieces. What is not set here is crossplane-runtime's
+	// default (managed.NewReconciler): everything it reads and writes goes
+	// through the manager's client, which is kube (see WithClient).
+	var kube client.Client = mgr.GetClient()
 	var recorders RecorderProvider = mgr
-	if d.Recorders != nil {
+	var record event.Recorder
+	var finalizer resource.Finalizer
+	var initializer managed.Initializer
+	var resolver managed.ReferenceResolver
+	var annotations managed.CriticalAnnotationUpdater
+	var connector managed.TypedExternalConnector[T]
+	var handler reconcile.Reconciler
+	predicates := []predicate.Predicate{predicate.Or[client.Object](
+		predicate.GenerationChangedPredicate{},
+		predicate.AnnotationChangedPredicate{},
+		predicate.LabelChangedPredicate{})}
+	limiter := ratelimit.New(ratelimiter.NewController())
+	secrets := kube
+
+	// Layer: own event broadcaster (events.go).
+	if l.ownEventBroadcaster && d.Recorders != nil {
 		recorders = d.Recorders
 	}
-	record := withoutGenericUpdates{event.NewAPIRecorder(recorders.GetEventRecorderFor(name))}
-	// See fresh.go: the reconciler's writes are recorded, so that it does
-	// not start again from a cache that has not seen them.
-	fresh, status := newFreshness(), newStatusMemo()
-	// See secrets.go: connection Secrets read again soon are read from memory.
-	secrets := newSecretMemo(mgr.GetClient(), secretMemoTTL(o.PollInterval))
-	kube := writeRecorder{Client: secrets, fresh: fresh, status: status, isKind: func(o client.Object) bool { _, ok := o.(T); return ok }}
-	if d.Metrics != nil {
-		fresh.observe = func(outcome string) { d.Metrics.CacheWaits.WithLabelValues(gvk.GroupKind().String(), outcome).Inc() }
-		kube.skipped = d.Metrics.UnchangedStatus.WithLabelValues(gvk.GroupKind().String()).Inc
-		secrets.saved = d.Metrics.SecretReadsSaved.WithLabelValues(gvk.GroupKind().String()).Inc
+	record = event.NewAPIRecorder(recorders.GetEventRecorderFor(name))
+	// Layer: one event per external update (this file).
+	if l.oneEventPerUpdate {
+		record = withoutGenericUpdates{record}
+	}
+	// Layer: connection Secret memory (secrets.go).
+	if l.secretMemo {
+		memo := newSecretMemo(kube, secretMemoTTL(o.PollInterval))
+		if d.Metrics != nil {
+			memo.saved = d.Metrics.SecretReadsSaved.WithLabelValues(kind).Inc
+		}
+		kube, secrets = memo, memo
+	}
+	// Layers: no status update that changes nothing (status.go), and no
+	// reconcile from a cache older than our own last write (fresh.go).
+	var fresh *freshness
+	var status *statusMemo
+	if l.unchangedStatus || l.freshGate {
+		w := writeRecorder{Client: kube, isKind: isKind}
+		if l.unchangedStatus {
+			status = newStatusMemo()
+			w.status = status
+			if d.Metrics != nil {
+				w.skipped = d.Metrics.UnchangedStatus.WithLabelValues(kind).Inc
+			}
+		}
+		if l.freshGate {
+			fresh = newFreshness()
+			w.fresh = fresh
+			if d.Metrics != nil {
+				fresh.observe = func(outcome string) { d.Metrics.CacheWaits.WithLabelValues(kind, outcome).Inc() }
+			}
+		}
+		kube = w
+		// Predicates see every watch event after the informer stored it.
+		predicates = append([]predicate.Predicate{cacheObserver{fresh: fresh, status: status}}, predicates...)
+	}
+	// Layer: own create annotations ignored (predicate.go).
+	if l.ownAnnotationsIgnored {
+		predicates[len(predicates)-1] = predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{},
+			ForeignAnnotationChanged{},
+			predicate.LabelChangedPredicate{})
 	}
 
-	absent := &absences{}
-	kind := gvk.GroupKind().String()
+	connector = connect(Env{Kind: kind, Limiter: limiter, Record: record, Secrets: secrets})
+	finalizer = resource.NewAPIFinalizer(kube, managed.FinalizerName)
+	initializer = savingInitializer{init: names.NewInitializer(), kube: kube}
+	resolver = LocalReferences(managed.NewAPISimpleReferenceResolver(kube))
+	annotations = managed.NewRetryingCriticalAnnotationUpdater(kube)
+
+	// Layer: default external name unwritten (writes.go).
+	if l.defaultNameUnwritten {
+		initializer = names.NewInitializer()
+		resolver = reinitializing{next: resolver, init: names.NewInitializer()}
+	}
+	// Layer: deferred finalizer (writes.go).
+	var absent *absences
+	if l.deferredFinalizer {
+		absent = &absences{}
+		connector = &observingConnector[T]{TypedExternalConnector: connector, absent: absent}
+	}
 	var forget func(types.NamespacedName)
 	if d.Feed != nil {
 		forget = func(key types.NamespacedName) { d.Feed.Forget(kind, key) }
 	}
+	finalizer = &deferredFinalizer{Finalizer: finalizer, absent: absent, forget: forget}
+	// Layer: create-succeeded annotation unwritten (writes.go).
+	if l.succeededUnwritten {
+		annotations = succeededUnwritten{statusKeepingUpdater{annotations}}
+	}
+
 	opts := []managed.ReconcilerOption{
-		managed.WithTypedExternalConnector[T](&observingConnector[T]{
-			TypedExternalConnector: connect(Env{Kind: kind, Limiter: limiter, Record: record, Secrets: secrets}),
-			absent:                 absent,
-		}),
-		managed.WithInitializers(names.NewInitializer()),
-		// See writes.go: three writes fewer for every new resource.
-		managed.WithFinalizer(&deferredFinalizer{Finalizer: resource.NewAPIFinalizer(kube, managed.FinalizerName), absent: absent, forget: forget}),
-		managed.WithCriticalAnnotationUpdater(succeededUnwritten{statusKeepingUpdater{managed.NewRetryingCriticalAnnotationUpdater(kube)}}),
-		managed.WithReferenceResolver(reinitializing{next: LocalReferences(managed.NewAPISimpleReferenceResolver(kube)), init: names.NewInitializer()}),
+		managed.WithTypedExternalConnector[T](connector),
+		managed.WithInitializers(initializer),
+		managed.WithFinalizer(finalizer),
+		managed.WithCriticalAnnotationUpdater(annotations),
+		managed.WithReferenceResolver(resolver),
 		// Names are chosen before creation, so a crash between the API's
 		// create and recording the result is safe to retry.
 		managed.WithDeterministicExternalName(true),
@@ -142,7 +248,7 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 		// need to wait (the default grace period would delay deleting a
 		// freshly created widget by 30s).
 		managed.WithCreationGracePeriod(0),
-		managed.WithLogger(o.Logger.WithValues("controller", name)),
+		managed.WithLogger(log),
 		managed.WithRecorder(record),
 		managed.WithPollInterval(o.PollInterval),
 		managed.WithPollIntervalHook(PollInterval(d.PollJitter)),
@@ -153,31 +259,33 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	if o.MetricOptions != nil {
 		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
 		if o.MetricOptions.MRStateMetrics != nil {
-			sr := newStateRecorder(mgr.GetCache(), gvk, newList, o.MetricOptions.MRStateMetrics, o.MetricOptions.PollStateMetricInterval, o.Logger.WithValues("controller", name))
+			var sr manager.Runnable = statemetrics.NewMRStateRecorder(mgr.GetClient(), log, o.MetricOptions.MRStateMetrics, newList(), o.MetricOptions.PollStateMetricInterval)
+			// Layer: state metrics without copies (state.go).
+			if l.copyFreeStateMetrics {
+				sr = newStateRecorder(mgr.GetCache(), gvk, newList, o.MetricOptions.MRStateMetrics, o.MetricOptions.PollStateMetricInterval, log)
+			}
 			if err := mgr.Add(sr); err != nil {
-				return errors.Wrapf(err, "cannot add %s state metrics recorder", gvk.Kind)
+				return nil, errors.Wrapf(err, "cannot add %s state metrics recorder", gvk.Kind)
 			}
 		}
 	}
 	r := managed.NewReconciler(WithClient(mgr, kube), resource.ManagedKind(gvk), opts...)
 
-	copts := o.ForControllerRuntime()
-	copts.RateLimiter = limiter
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		WithOptions(copts).
-		// Status-only updates, and the annotations the reconciler writes
-		// while creating, are our own and need no other reconcile.
-		For(newObj(), builder.WithPredicates(cacheObserver{fresh: fresh, status: status}, predicate.Or[client.Object](
-			predicate.GenerationChangedPredicate{},
-			ForeignAnnotationChanged{},
-			predicate.LabelChangedPredicate{})))
 	inner := errors.WithSilentRequeueOnConflict(r)
 	limited := ratelimiter.NewReconciler(name, inner, o.GlobalRateLimiter)
-	if d.Feed == nil {
-		return b.Complete(freshGate{fresh: fresh, next: limited})
+	handler = limited
+	// Layer: drift first (this file).
+	if l.driftFirst && d.Feed != nil {
+		handler = &driftFirst{kind: kind, feed: d.Feed, direct: inner, limited: limited}
 	}
-	return b.WatchesRawSource(d.Feed.Source(kind)).Complete(freshGate{fresh: fresh, next: &driftFirst{kind: kind, feed: d.Feed, direct: inner, limited: limited}})
+	// Layer: fresh gate (fresh.go).
+	if l.freshGate {
+		handler = freshGate{fresh: fresh, next: handler}
+	}
+
+	copts := o.ForControllerRuntime()
+	copts.RateLimiter = limiter
+	return &stack{name: name, kind: kind, reconciler: r, handler: handler, predicates: predicates, options: copts}, nil
 }
 
 // withoutGenericUpdates drops crossplane-runtime's event after every

@@ -44,6 +44,26 @@ import (
 // update (with the external name and the finalizer), the status after the
 // create, and the Ready status.
 
+// savingInitializer initializes a resource with init and saves what init
+// changed with an update, as crossplane-runtime's stock initializer
+// (managed.NameAsExternalName) does: the stock path, without the layer
+// "default external name unwritten".
+type savingInitializer struct {
+	init managed.Initializer
+	kube client.Client
+}
+
+func (i savingInitializer) Initialize(ctx context.Context, mg resource.Managed) error {
+	before := mg.GetAnnotations()[meta.AnnotationKeyExternalName]
+	if err := i.init.Initialize(ctx, mg); err != nil {
+		return err
+	}
+	if mg.GetAnnotations()[meta.AnnotationKeyExternalName] == before {
+		return nil
+	}
+	return i.kube.Update(ctx, mg)
+}
+
 // reinitializing resolves references with next, then initializes the
 // resource again with init: a resolver that changes a reference patches the
 // resource and replaces it with the API server's copy, which lacks what
@@ -116,9 +136,10 @@ func (c *observingClient[T]) Observe(ctx context.Context, mg T) (managed.Externa
 }
 
 // deferredFinalizer adds the managed resource finalizer without writing it
-// when the reconcile that adds it found no external resource: there is
-// nothing to protect yet, and the create that may follow persists it.
-// Otherwise it adds it like crossplane-runtime's API finalizer. Once it has
+// when the reconcile that adds it found no external resource (recorded in
+// absent, when set): there is nothing to protect yet, and the create that
+// may follow persists it. Otherwise it adds it like crossplane-runtime's API
+// finalizer. Once it has
 // removed the finalizer, the resource is gone: forget (when set) is told.
 type deferredFinalizer struct {
 	resource.Finalizer
@@ -127,7 +148,7 @@ type deferredFinalizer struct {
 }
 
 func (f *deferredFinalizer) AddFinalizer(ctx context.Context, o resource.Object) error {
-	if f.absent.take(o) {
+	if f.absent != nil && f.absent.take(o) {
 		meta.AddFinalizer(o, managed.FinalizerName)
 		return nil
 	}
