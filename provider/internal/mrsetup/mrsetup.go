@@ -231,7 +231,7 @@ func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	finalizer = &deferredFinalizer{Finalizer: finalizer, absent: absent, forget: forget}
 	// Layer: create-succeeded annotation unwritten (writes.go).
 	if l.succeededUnwritten {
-		annotations = succeededUnwritten{statusKeepingUpdater{annotations}}
+		annotations = succeededUnwritten{annotations}
 	}
 
 	opts := []managed.ReconcilerOption{
