@@ -42,6 +42,9 @@ type fakeKube struct {
 	rv     int
 	// writes holds a copy of the object each successful write stored.
 	writes []client.Object
+	// onUpdate, when set, is called with the old and new version of each
+	// object a write changed, like a watch.
+	onUpdate func(old, updated client.Object)
 }
 
 type objKey struct {
@@ -178,6 +181,9 @@ func (k *fakeKube) store(o client.Object) {
 	k.rv++
 	o.SetResourceVersion(strconv.Itoa(k.rv))
 	cp := o.DeepCopyObject().(client.Object)
+	if old, ok := k.objs[k.key(o)]; ok && k.onUpdate != nil {
+		k.onUpdate(old.DeepCopyObject().(client.Object), cp.DeepCopyObject().(client.Object))
+	}
 	k.objs[k.key(o)] = cp
 	k.writes = append(k.writes, cp.DeepCopyObject().(client.Object))
 }
