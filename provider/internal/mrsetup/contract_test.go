@@ -389,7 +389,7 @@ func TestRuntimeRequeuesAfterItsOwnCreateWrites(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(reconcile.Result{Requeue: true}, res); diff != "" { //nolint:staticcheck // Requeue is what crossplane-runtime v2.4.0 returns.
+			if diff := cmp.Diff(reconcile.Result{Requeue: true}, res); diff != "" {
 				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
 			}
 		})

@@ -258,7 +258,7 @@ func TestLayerSavings(t *testing.T) {
 			l := lean
 			// The fields are unexported: set one through its address.
 			f := reflect.ValueOf(&l).Elem().FieldByName(name)
-			reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().SetBool(false) //nolint:gosec // A test setting a field of its own package.
+			reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().SetBool(false)
 			lf := newLife(t, l)
 			lf.live()
 			got := lf.cost()

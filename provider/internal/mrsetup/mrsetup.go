@@ -142,7 +142,7 @@ func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	// The stock pieces. What is not set here is crossplane-runtime's
 	// default (managed.NewReconciler): everything it reads and writes goes
 	// through the manager's client, which is kube (see WithClient).
-	var kube client.Client = mgr.GetClient()
+	kube := mgr.GetClient()
 	var recorders RecorderProvider = mgr
 	var record event.Recorder
 	var finalizer resource.Finalizer
