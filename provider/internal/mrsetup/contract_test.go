@@ -4,15 +4,20 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -445,4 +450,66 @@ func TestRuntimeRemovesTheFinalizerLast(t *testing.T) {
 	if got := log[len(log)-1]; got != "RemoveFinalizer" {
 		t.Errorf("the last call of a deleted resource's reconcile: want RemoveFinalizer, got %q (all: %v)", got, log)
 	}
+}
+
+// TestRuntimeStateMetricsAreOurs: copyFreeStateMetrics replaces
+// crossplane-runtime's statemetrics.MRStateRecorder, so it must publish the
+// same series: the same gauges, the same gvk label, the same values.
+func TestRuntimeStateMetricsAreOurs(t *testing.T) {
+	ready := newWidget("uid-a", "1")
+	ready.SetName("a")
+	ready.SetConditions(xpv2.Available(), xpv2.ReconcileSuccess())
+	creating := newWidget("uid-b", "1")
+	creating.SetName("b")
+	creating.SetConditions(xpv2.Creating(), xpv2.ReconcileError(errBoom))
+	items := []nsv1beta1.Widget{*ready, *creating}
+	list := func(_ context.Context, l client.ObjectList, _ ...client.ListOption) error {
+		l.(*nsv1beta1.WidgetList).Items = items
+		return nil
+	}
+	k := newFakeKube(new([]string))
+
+	stock := statemetrics.NewMRStateMetrics()
+	c := &test.MockClient{MockList: list, MockScheme: test.NewMockSchemeFn(k.scheme)}
+	if err := statemetrics.NewMRStateRecorder(c, logging.NewNopLogger(), stock, &nsv1beta1.WidgetList{}, time.Minute).Record(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ours := statemetrics.NewMRStateMetrics()
+	r := newStateRecorder(listerFunc(list), nsv1beta1.WidgetGroupVersionKind, func() resource.ManagedList { return &nsv1beta1.WidgetList{} }, ours, time.Minute, logging.NewNopLogger())
+	if err := r.record(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`crossplane_managed_resource_exists{gvk="widget.m.widgetco.io/v1beta1, Kind=Widget"} 2`,
+		`crossplane_managed_resource_ready{gvk="widget.m.widgetco.io/v1beta1, Kind=Widget"} 1`,
+		`crossplane_managed_resource_synced{gvk="widget.m.widgetco.io/v1beta1, Kind=Widget"} 1`,
+	}
+	if diff := cmp.Diff(want, series(t, stock)); diff != "" {
+		t.Errorf("crossplane-runtime's state metrics: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff(want, series(t, ours)); diff != "" {
+		t.Errorf("our state metrics: -want, +got:\n%s", diff)
+	}
+}
+
+// series returns the gauges c collects as `name{label="value",...} value`.
+func series(t *testing.T, c prometheus.Collector) []string {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			labels := make([]string, 0, len(m.GetLabel()))
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+strconv.Quote(l.GetValue()))
+			}
+			out = append(out, mf.GetName()+"{"+strings.Join(labels, ",")+"} "+strconv.FormatFloat(m.GetGauge().GetValue(), 'g', -1, 64))
+		}
+	}
+	return out
 }

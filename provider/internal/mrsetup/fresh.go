@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// Reconciles that start from a cache older than the controller's own last
-// write. controller-runtime reconciles from its informer cache, which learns
+// Layer 2, freshGate (see the package comment): reconciles that start from
+// a cache older than the controller's own last write. controller-runtime reconciles from its informer cache, which learns
 // of a write only when the write's watch event arrives, a few milliseconds
 // to seconds after the write returned. A resource requeued in between (the
 // change feed reporting that a widget just created is Ready; a requeue that

@@ -56,7 +56,8 @@ type Deps struct {
 	// PollJitter spreads polls by up to this much either way.
 	PollJitter time.Duration
 	// Recorders, when set, makes the controllers' event recorders (see
-	// EventRecorders); the manager's otherwise.
+	// EventRecorders) while the layer ownEventBroadcaster is on; the
+	// manager's otherwise.
 	Recorders RecorderProvider
 }
 
@@ -288,7 +289,9 @@ func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	return &stack{name: name, kind: kind, reconciler: r, handler: handler, predicates: predicates, options: copts}, nil
 }
 
-// withoutGenericUpdates drops crossplane-runtime's event after every
+// withoutGenericUpdates is layer 9, oneEventPerUpdate (see the package
+// comment; TestRuntimeRecordsUpdatesThroughWithAnnotations pins what it
+// assumes). It drops crossplane-runtime's event after every
 // successful update of an external resource ("Successfully requested update
 // of external resource"): each connector of this provider that updates
 // records an event of its own that says why and what changed (drift
@@ -314,7 +317,8 @@ func (r withoutGenericUpdates) WithAnnotations(keysAndValues ...string) event.Re
 // reasonRuntimeUpdated is crossplane-runtime's (unexported) reason for it.
 const reasonRuntimeUpdated event.Reason = "UpdatedExternalResource"
 
-// driftFirst applies the global reconcile rate limit to every request except
+// driftFirst is layer 3 (see the package comment). It applies the global
+// reconcile rate limit to every request except
 // those the change feed made because a resource's widget changed: drift is
 // repaired at once instead of queueing behind the token bucket with polls
 // and new resources. Those requests are still bounded by the controller's
