@@ -130,45 +130,33 @@ type stack struct {
 }
 
 // build assembles the reconciler for managed resources of kind gvk, Go type
-// T: first the stock path, as crossplane/provider-template builds it, then
-// each layer of l in the order of the package comment, each replacing or
-// wrapping one stock piece. With the zero layers it is the stock path.
+// T, in three parts: the client and event recorder, the managed
+// reconciler's pieces, and the watch and handler around it. Each part first
+// builds the stock pieces, as crossplane/provider-template does, then
+// switches on the layers of l that replace or wrap them, each under a
+// comment with its number and name from the package comment. With the
+// zero layers it is the stock path.
 func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, gvk schema.GroupVersionKind,
 	newList func() resource.ManagedList, connect func(Env) managed.TypedExternalConnector[T], l layers) (*stack, error) {
 	kind := gvk.GroupKind().String()
 	name := managed.ControllerName(kind)
 	log := o.Logger.WithValues("controller", name)
-	isKind := func(o client.Object) bool { _, ok := o.(T); return ok }
 
-	// The stock pieces. What is not set here is crossplane-runtime's
-	// default (managed.NewReconciler): everything it reads and writes goes
-	// through the manager's client, which is kube (see WithClient).
+	// The client and the event recorder. Stock: the manager's.
 	kube := mgr.GetClient()
 	var recorders RecorderProvider = mgr
-	var record event.Recorder
-	var finalizer resource.Finalizer
-	var initializer managed.Initializer
-	var resolver managed.ReferenceResolver
-	var annotations managed.CriticalAnnotationUpdater
-	var connector managed.TypedExternalConnector[T]
-	var handler reconcile.Reconciler
-	predicates := []predicate.Predicate{predicate.Or[client.Object](
-		predicate.GenerationChangedPredicate{},
-		predicate.AnnotationChangedPredicate{},
-		predicate.LabelChangedPredicate{})}
-	limiter := ratelimit.New(ratelimiter.NewController())
-	secrets := kube
-
-	// Layer: own event broadcaster (events.go).
+	// Layer 10, ownEventBroadcaster (events.go).
 	if l.ownEventBroadcaster && d.Recorders != nil {
 		recorders = d.Recorders
 	}
-	record = event.NewAPIRecorder(recorders.GetEventRecorderFor(name))
-	// Layer: one event per external update (this file).
+	var record event.Recorder = event.NewAPIRecorder(recorders.GetEventRecorderFor(name))
+	// Layer 9, oneEventPerUpdate (this file).
 	if l.oneEventPerUpdate {
 		record = withoutGenericUpdates{record}
 	}
-	// Layer: connection Secret memory (secrets.go).
+	// Layer 8, secretMemo (secrets.go). The connector reads Secrets
+	// through it too.
+	secrets := kube
 	if l.secretMemo {
 		memo := newSecretMemo(kube, secretMemoTTL(o.PollInterval))
 		if d.Metrics != nil {
@@ -176,12 +164,12 @@ func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 		}
 		kube, secrets = memo, memo
 	}
-	// Layers: no status update that changes nothing (status.go), and no
-	// reconcile from a cache older than our own last write (fresh.go).
+	// Layers 7, unchangedStatus (status.go), and 2, freshGate (fresh.go):
+	// a client that records the controller's writes of its kind.
 	var fresh *freshness
 	var status *statusMemo
 	if l.unchangedStatus || l.freshGate {
-		w := writeRecorder{Client: kube, isKind: isKind}
+		w := writeRecorder{Client: kube, isKind: func(o client.Object) bool { _, ok := o.(T); return ok }}
 		if l.unchangedStatus {
 			status = newStatusMemo()
 			w.status = status
@@ -197,48 +185,44 @@ func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 			}
 		}
 		kube = w
-		// Predicates see every watch event after the informer stored it.
-		predicates = append([]predicate.Predicate{cacheObserver{fresh: fresh, status: status}}, predicates...)
-	}
-	// Layer: own create annotations ignored (predicate.go).
-	if l.ownAnnotationsIgnored {
-		predicates[len(predicates)-1] = predicate.Or[client.Object](
-			predicate.GenerationChangedPredicate{},
-			ForeignAnnotationChanged{},
-			predicate.LabelChangedPredicate{})
 	}
 
-	connector = connect(Env{Kind: kind, Limiter: limiter, Record: record, Secrets: secrets})
-	finalizer = resource.NewAPIFinalizer(kube, managed.FinalizerName)
-	initializer = savingInitializer{init: names.NewInitializer(), kube: kube}
-	resolver = LocalReferences(managed.NewAPISimpleReferenceResolver(kube))
-	annotations = managed.NewRetryingCriticalAnnotationUpdater(kube)
-
-	// Layer: default external name unwritten (writes.go).
+	// The managed reconciler's pieces. Stock: crossplane-runtime's
+	// defaults, on the client above (they take it from the manager, which
+	// WithClient gives them). Not layers but choices of behaviour: the
+	// deterministic default name (names), references confined to the
+	// namespace (LocalReferences), a work queue limiter that honours the
+	// Widget API's Retry-After (ratelimit), and the change feed told to
+	// forget a resource whose finalizer is removed.
+	limiter := ratelimit.New(ratelimiter.NewController())
+	connector := connect(Env{Kind: kind, Limiter: limiter, Record: record, Secrets: secrets})
+	var initializer managed.Initializer = savingInitializer{init: names.NewInitializer(), kube: kube}
+	resolver := LocalReferences(managed.NewAPISimpleReferenceResolver(kube))
+	finalizer := resource.NewAPIFinalizer(kube, managed.FinalizerName)
+	var annotations managed.CriticalAnnotationUpdater = managed.NewRetryingCriticalAnnotationUpdater(kube)
+	var forget func(types.NamespacedName)
+	if d.Feed != nil {
+		forget = func(key types.NamespacedName) { d.Feed.Forget(kind, key) }
+	}
+	// Layer 4, defaultNameUnwritten (writes.go).
 	if l.defaultNameUnwritten {
 		initializer = names.NewInitializer()
 		resolver = reinitializing{next: resolver, init: names.NewInitializer()}
 	}
-	// Layer: deferred finalizer (writes.go).
+	// Layer 5, deferredFinalizer (writes.go): Observe records absences.
 	var absent *absences
 	if l.deferredFinalizer {
 		absent = &absences{}
 		connector = &observingConnector[T]{TypedExternalConnector: connector, absent: absent}
 	}
-	var forget func(types.NamespacedName)
-	if d.Feed != nil {
-		forget = func(key types.NamespacedName) { d.Feed.Forget(kind, key) }
-	}
-	finalizer = &deferredFinalizer{Finalizer: finalizer, absent: absent, forget: forget}
-	// Layer: create-succeeded annotation unwritten (writes.go).
+	// Layer 6, succeededUnwritten (writes.go).
 	if l.succeededUnwritten {
 		annotations = succeededUnwritten{annotations}
 	}
-
 	opts := []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[T](connector),
 		managed.WithInitializers(initializer),
-		managed.WithFinalizer(finalizer),
+		managed.WithFinalizer(&deferredFinalizer{Finalizer: finalizer, absent: absent, forget: forget}),
 		managed.WithCriticalAnnotationUpdater(annotations),
 		managed.WithReferenceResolver(resolver),
 		// Names are chosen before creation, so a crash between the API's
@@ -261,7 +245,7 @@ func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
 		if o.MetricOptions.MRStateMetrics != nil {
 			var sr manager.Runnable = statemetrics.NewMRStateRecorder(mgr.GetClient(), log, o.MetricOptions.MRStateMetrics, newList(), o.MetricOptions.PollStateMetricInterval)
-			// Layer: state metrics without copies (state.go).
+			// Layer 11, copyFreeStateMetrics (state.go).
 			if l.copyFreeStateMetrics {
 				sr = newStateRecorder(mgr.GetCache(), gvk, newList, o.MetricOptions.MRStateMetrics, o.MetricOptions.PollStateMetricInterval, log)
 			}
@@ -272,18 +256,30 @@ func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	}
 	r := managed.NewReconciler(WithClient(mgr, kube), resource.ManagedKind(gvk), opts...)
 
+	// The watch and the handler. Stock: generation, annotation and label
+	// changes; the reconciler behind the global rate limit.
+	annotationChanged := predicate.Predicate(predicate.AnnotationChangedPredicate{})
+	// Layer 1, ownAnnotationsIgnored (predicate.go).
+	if l.ownAnnotationsIgnored {
+		annotationChanged = ForeignAnnotationChanged{}
+	}
+	predicates := []predicate.Predicate{predicate.Or[client.Object](
+		predicate.GenerationChangedPredicate{}, annotationChanged, predicate.LabelChangedPredicate{})}
+	if fresh != nil || status != nil {
+		// Layers 2 and 7 learn what the cache holds from the watch.
+		predicates = append([]predicate.Predicate{cacheObserver{fresh: fresh, status: status}}, predicates...)
+	}
 	inner := errors.WithSilentRequeueOnConflict(r)
 	limited := ratelimiter.NewReconciler(name, inner, o.GlobalRateLimiter)
-	handler = limited
-	// Layer: drift first (this file).
+	handler := reconcile.Reconciler(limited)
+	// Layer 3, driftFirst (this file).
 	if l.driftFirst && d.Feed != nil {
 		handler = &driftFirst{kind: kind, feed: d.Feed, direct: inner, limited: limited}
 	}
-	// Layer: fresh gate (fresh.go).
+	// Layer 2, freshGate (fresh.go).
 	if l.freshGate {
 		handler = freshGate{fresh: fresh, next: handler}
 	}
-
 	copts := o.ForControllerRuntime()
 	copts.RateLimiter = limiter
 	return &stack{name: name, kind: kind, reconciler: r, handler: handler, predicates: predicates, options: copts}, nil
