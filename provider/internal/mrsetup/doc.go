@@ -6,14 +6,16 @@
 //
 // # The stock path
 //
-// build (mrsetup.go) first assembles what provider-template does:
+// build (mrsetup.go) assembles what provider-template does:
 // managed.NewReconciler with the kind's typed connector, crossplane-runtime's
 // default initializer, finalizer, reference resolver, connection publisher
 // and critical annotation updater, all on the manager's client; an API event
 // recorder; the poll interval; management policies and metrics when enabled;
 // and a controller that watches the kind through generation, annotation and
 // label changes and calls the reconciler behind the global reconcile rate
-// limit. A request then goes:
+// limit. It does so in three parts (client and recorder; the reconciler's
+// pieces; watch and handler), each stock first, then its layers. A request
+// then goes:
 //
 //	watch event of the kind ──► predicates ─┐
 //	change feed (Deps.Feed) ────────────────┼─► work queue
