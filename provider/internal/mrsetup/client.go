@@ -11,10 +11,10 @@ import (
 // controller's writes for freshness (fresh.go) and the statuses the API
 // server has for statusMemo (status.go).
 
-// writeRecorder is a client that records in fresh every successful write of
-// a managed resource of the controller's kind (isKind), and in status the
-// status the API server has of each (see status.go), so that status updates
-// that change nothing are not sent.
+// writeRecorder is a client that records in fresh (when set) every
+// successful write of a managed resource of the controller's kind (isKind),
+// and in status (when set) the status the API server has of each (see
+// status.go), so that status updates that change nothing are not sent.
 type writeRecorder struct {
 	client.Client
 	fresh  *freshness
@@ -47,8 +47,13 @@ func (c writeRecorder) Status() client.SubResourceWriter {
 }
 
 func (c writeRecorder) record(o client.Object, before string) {
-	if c.isKind(o) {
+	if !c.isKind(o) {
+		return
+	}
+	if c.fresh != nil {
 		c.fresh.wrote(o, before)
+	}
+	if c.status != nil {
 		c.status.remember(o)
 	}
 }
@@ -59,7 +64,7 @@ type statusRecorder struct {
 }
 
 func (s statusRecorder) Update(ctx context.Context, o client.Object, opts ...client.SubResourceUpdateOption) error {
-	if s.c.isKind(o) && s.c.status.unchanged(o) {
+	if s.c.status != nil && s.c.isKind(o) && s.c.status.unchanged(o) {
 		if s.c.skipped != nil {
 			s.c.skipped()
 		}
@@ -101,7 +106,7 @@ func (c writeRecorder) Get(ctx context.Context, key client.ObjectKey, o client.O
 	if err := c.Client.Get(ctx, key, o, opts...); err != nil {
 		return err
 	}
-	if c.isKind(o) {
+	if c.status != nil && c.isKind(o) {
 		c.status.remember(o)
 	}
 	return nil

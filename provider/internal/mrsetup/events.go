@@ -24,7 +24,8 @@ type RecorderProvider interface {
 	GetEventRecorderFor(name string) record.EventRecorder
 }
 
-// EventRecorders hands out the event recorders of the managed resource
+// EventRecorders is layer 10, ownEventBroadcaster (see the package
+// comment): it hands out the event recorders of the managed resource
 // controllers. They share one broadcaster, which is the provider's own and
 // not the controller manager's: the manager's broadcaster cannot be sized
 // (only replaced, and a replacement is shared with leader election, which

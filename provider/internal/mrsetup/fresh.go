@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// Reconciles that start from a cache older than the controller's own last
-// write. controller-runtime reconciles from its informer cache, which learns
+// Layer 2, freshGate (see the package comment): reconciles that start from
+// a cache older than the controller's own last write. controller-runtime reconciles from its informer cache, which learns
 // of a write only when the write's watch event arrives, a few milliseconds
 // to seconds after the write returned. A resource requeued in between (the
 // change feed reporting that a widget just created is Ready; a requeue that
@@ -162,9 +162,10 @@ func (g freshGate) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	return g.next.Reconcile(ctx, req)
 }
 
-// cacheObserver is a predicate that tells freshness what the cache holds:
-// predicates see every watch event of the controller's kind after the
-// informer stored it. It filters nothing.
+// cacheObserver is a predicate that tells freshness (when set) what the
+// cache holds, and status (when set) which resources are gone: predicates
+// see every watch event of the controller's kind after the informer stored
+// it. It filters nothing.
 type cacheObserver struct {
 	fresh  *freshness
 	status *statusMemo
@@ -173,17 +174,23 @@ type cacheObserver struct {
 var _ predicate.Predicate = cacheObserver{}
 
 func (p cacheObserver) Create(e event.CreateEvent) bool {
-	p.fresh.cached(e.Object, false)
+	if p.fresh != nil {
+		p.fresh.cached(e.Object, false)
+	}
 	return true
 }
 
 func (p cacheObserver) Update(e event.UpdateEvent) bool {
-	p.fresh.cached(e.ObjectNew, false)
+	if p.fresh != nil {
+		p.fresh.cached(e.ObjectNew, false)
+	}
 	return true
 }
 
 func (p cacheObserver) Delete(e event.DeleteEvent) bool {
-	p.fresh.cached(e.Object, true)
+	if p.fresh != nil {
+		p.fresh.cached(e.Object, true)
+	}
 	if p.status != nil {
 		p.status.forget(client.ObjectKeyFromObject(e.Object))
 	}

@@ -1,7 +1,3 @@
-// Package mrsetup wires a managed resource kind into a controller: the
-// crossplane-runtime managed reconciler with this provider's defaults
-// (deterministic external names, management policies, metrics, a work queue
-// that honours the Widget API's Retry-After) and a change feed source.
 package mrsetup
 
 import (
@@ -17,6 +13,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +22,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -57,7 +56,8 @@ type Deps struct {
 	// PollJitter spreads polls by up to this much either way.
 	PollJitter time.Duration
 	// Recorders, when set, makes the controllers' event recorders (see
-	// EventRecorders); the manager's otherwise.
+	// EventRecorders) while the layer ownEventBroadcaster is on; the
+	// manager's otherwise.
 	Recorders RecorderProvider
 }
 
@@ -95,45 +95,136 @@ type Env struct {
 	Secrets client.Reader
 }
 
-// Setup adds a controller for managed resources of kind gvk, Go type T.
+// Setup adds a controller for managed resources of kind gvk, Go type T,
+// with every layer of this provider switched on (see lean in layers.go).
 // newList must return an empty list of that kind.
 func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, gvk schema.GroupVersionKind,
 	newObj func() T, newList func() resource.ManagedList, connect func(Env) managed.TypedExternalConnector[T]) error {
-	name := managed.ControllerName(gvk.GroupKind().String())
-	limiter := ratelimit.New(ratelimiter.NewController())
+	s, err := build(mgr, o, d, gvk, newList, connect, lean)
+	if err != nil {
+		return err
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(s.name).
+		WithOptions(s.options).
+		For(newObj(), builder.WithPredicates(s.predicates...))
+	if d.Feed != nil {
+		b = b.WatchesRawSource(d.Feed.Source(s.kind))
+	}
+	return b.Complete(s.handler)
+}
+
+// A stack is crossplane-runtime's managed reconciler for one kind with the
+// layers switched on around and inside it.
+type stack struct {
+	name, kind string
+	// reconciler is crossplane-runtime's managed reconciler.
+	reconciler *managed.Reconciler
+	// handler is what the controller calls: reconciler, behind the
+	// global rate limit, behind the layers that wrap it.
+	handler reconcile.Reconciler
+	// predicates filter the watch events of the kind.
+	predicates []predicate.Predicate
+	// options are the controller's.
+	options ctrlcontroller.Options
+}
+
+// build assembles the reconciler for managed resources of kind gvk, Go type
+// T, in three parts: the client and event recorder, the managed
+// reconciler's pieces, and the watch and handler around it. Each part first
+// builds the stock pieces, as crossplane/provider-template does, then
+// switches on the layers of l that replace or wrap them, each under a
+// comment with its number and name from the package comment. With the
+// zero layers it is the stock path.
+func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, gvk schema.GroupVersionKind,
+	newList func() resource.ManagedList, connect func(Env) managed.TypedExternalConnector[T], l layers) (*stack, error) {
+	kind := gvk.GroupKind().String()
+	name := managed.ControllerName(kind)
+	log := o.Logger.WithValues("controller", name)
+
+	// The client and the event recorder. Stock: the manager's.
+	kube := mgr.GetClient()
 	var recorders RecorderProvider = mgr
-	if d.Recorders != nil {
+	// Layer 10, ownEventBroadcaster (events.go).
+	if l.ownEventBroadcaster && d.Recorders != nil {
 		recorders = d.Recorders
 	}
-	record := withoutGenericUpdates{event.NewAPIRecorder(recorders.GetEventRecorderFor(name))}
-	// See fresh.go: the reconciler's writes are recorded, so that it does
-	// not start again from a cache that has not seen them.
-	fresh, status := newFreshness(), newStatusMemo()
-	// See secrets.go: connection Secrets read again soon are read from memory.
-	secrets := newSecretMemo(mgr.GetClient(), secretMemoTTL(o.PollInterval))
-	kube := writeRecorder{Client: secrets, fresh: fresh, status: status, isKind: func(o client.Object) bool { _, ok := o.(T); return ok }}
-	if d.Metrics != nil {
-		fresh.observe = func(outcome string) { d.Metrics.CacheWaits.WithLabelValues(gvk.GroupKind().String(), outcome).Inc() }
-		kube.skipped = d.Metrics.UnchangedStatus.WithLabelValues(gvk.GroupKind().String()).Inc
-		secrets.saved = d.Metrics.SecretReadsSaved.WithLabelValues(gvk.GroupKind().String()).Inc
+	var record event.Recorder = event.NewAPIRecorder(recorders.GetEventRecorderFor(name))
+	// Layer 9, oneEventPerUpdate (this file).
+	if l.oneEventPerUpdate {
+		record = withoutGenericUpdates{record}
+	}
+	// Layer 8, secretMemo (secrets.go). The connector reads Secrets
+	// through it too.
+	secrets := kube
+	if l.secretMemo {
+		memo := newSecretMemo(kube, secretMemoTTL(o.PollInterval))
+		if d.Metrics != nil {
+			memo.saved = d.Metrics.SecretReadsSaved.WithLabelValues(kind).Inc
+		}
+		kube, secrets = memo, memo
+	}
+	// Layers 7, unchangedStatus (status.go), and 2, freshGate (fresh.go):
+	// a client that records the controller's writes of its kind.
+	var fresh *freshness
+	var status *statusMemo
+	if l.unchangedStatus || l.freshGate {
+		w := writeRecorder{Client: kube, isKind: func(o client.Object) bool { _, ok := o.(T); return ok }}
+		if l.unchangedStatus {
+			status = newStatusMemo()
+			w.status = status
+			if d.Metrics != nil {
+				w.skipped = d.Metrics.UnchangedStatus.WithLabelValues(kind).Inc
+			}
+		}
+		if l.freshGate {
+			fresh = newFreshness()
+			w.fresh = fresh
+			if d.Metrics != nil {
+				fresh.observe = func(outcome string) { d.Metrics.CacheWaits.WithLabelValues(kind, outcome).Inc() }
+			}
+		}
+		kube = w
 	}
 
-	absent := &absences{}
-	kind := gvk.GroupKind().String()
+	// The managed reconciler's pieces. Stock: crossplane-runtime's
+	// defaults, on the client above (they take it from the manager, which
+	// WithClient gives them). Not layers but choices of behaviour: the
+	// deterministic default name (names), references confined to the
+	// namespace (LocalReferences), a work queue limiter that honours the
+	// Widget API's Retry-After (ratelimit), and the change feed told to
+	// forget a resource whose finalizer is removed.
+	limiter := ratelimit.New(ratelimiter.NewController())
+	connector := connect(Env{Kind: kind, Limiter: limiter, Record: record, Secrets: secrets})
+	var initializer managed.Initializer = savingInitializer{init: names.NewInitializer(), kube: kube}
+	resolver := LocalReferences(managed.NewAPISimpleReferenceResolver(kube))
+	finalizer := resource.NewAPIFinalizer(kube, managed.FinalizerName)
+	var annotations managed.CriticalAnnotationUpdater = managed.NewRetryingCriticalAnnotationUpdater(kube)
 	var forget func(types.NamespacedName)
 	if d.Feed != nil {
 		forget = func(key types.NamespacedName) { d.Feed.Forget(kind, key) }
 	}
+	// Layer 4, defaultNameUnwritten (writes.go).
+	if l.defaultNameUnwritten {
+		initializer = names.NewInitializer()
+		resolver = reinitializing{next: resolver, init: names.NewInitializer()}
+	}
+	// Layer 5, deferredFinalizer (writes.go): Observe records absences.
+	var absent *absences
+	if l.deferredFinalizer {
+		absent = &absences{}
+		connector = &observingConnector[T]{TypedExternalConnector: connector, absent: absent}
+	}
+	// Layer 6, succeededUnwritten (writes.go).
+	if l.succeededUnwritten {
+		annotations = succeededUnwritten{annotations}
+	}
 	opts := []managed.ReconcilerOption{
-		managed.WithTypedExternalConnector[T](&observingConnector[T]{
-			TypedExternalConnector: connect(Env{Kind: kind, Limiter: limiter, Record: record, Secrets: secrets}),
-			absent:                 absent,
-		}),
-		managed.WithInitializers(names.NewInitializer()),
-		// See writes.go: three writes fewer for every new resource.
-		managed.WithFinalizer(&deferredFinalizer{Finalizer: resource.NewAPIFinalizer(kube, managed.FinalizerName), absent: absent, forget: forget}),
-		managed.WithCriticalAnnotationUpdater(succeededUnwritten{statusKeepingUpdater{managed.NewRetryingCriticalAnnotationUpdater(kube)}}),
-		managed.WithReferenceResolver(reinitializing{next: LocalReferences(managed.NewAPISimpleReferenceResolver(kube)), init: names.NewInitializer()}),
+		managed.WithTypedExternalConnector[T](connector),
+		managed.WithInitializers(initializer),
+		managed.WithFinalizer(&deferredFinalizer{Finalizer: finalizer, absent: absent, forget: forget}),
+		managed.WithCriticalAnnotationUpdater(annotations),
+		managed.WithReferenceResolver(resolver),
 		// Names are chosen before creation, so a crash between the API's
 		// create and recording the result is safe to retry.
 		managed.WithDeterministicExternalName(true),
@@ -142,7 +233,7 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 		// need to wait (the default grace period would delay deleting a
 		// freshly created widget by 30s).
 		managed.WithCreationGracePeriod(0),
-		managed.WithLogger(o.Logger.WithValues("controller", name)),
+		managed.WithLogger(log),
 		managed.WithRecorder(record),
 		managed.WithPollInterval(o.PollInterval),
 		managed.WithPollIntervalHook(PollInterval(d.PollJitter)),
@@ -153,34 +244,50 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	if o.MetricOptions != nil {
 		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
 		if o.MetricOptions.MRStateMetrics != nil {
-			sr := newStateRecorder(mgr.GetCache(), gvk, newList, o.MetricOptions.MRStateMetrics, o.MetricOptions.PollStateMetricInterval, o.Logger.WithValues("controller", name))
+			var sr manager.Runnable = statemetrics.NewMRStateRecorder(mgr.GetClient(), log, o.MetricOptions.MRStateMetrics, newList(), o.MetricOptions.PollStateMetricInterval)
+			// Layer 11, copyFreeStateMetrics (state.go).
+			if l.copyFreeStateMetrics {
+				sr = newStateRecorder(mgr.GetCache(), gvk, newList, o.MetricOptions.MRStateMetrics, o.MetricOptions.PollStateMetricInterval, log)
+			}
 			if err := mgr.Add(sr); err != nil {
-				return errors.Wrapf(err, "cannot add %s state metrics recorder", gvk.Kind)
+				return nil, errors.Wrapf(err, "cannot add %s state metrics recorder", gvk.Kind)
 			}
 		}
 	}
 	r := managed.NewReconciler(WithClient(mgr, kube), resource.ManagedKind(gvk), opts...)
 
-	copts := o.ForControllerRuntime()
-	copts.RateLimiter = limiter
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		WithOptions(copts).
-		// Status-only updates, and the annotations the reconciler writes
-		// while creating, are our own and need no other reconcile.
-		For(newObj(), builder.WithPredicates(cacheObserver{fresh: fresh, status: status}, predicate.Or[client.Object](
-			predicate.GenerationChangedPredicate{},
-			ForeignAnnotationChanged{},
-			predicate.LabelChangedPredicate{})))
+	// The watch and the handler. Stock: generation, annotation and label
+	// changes; the reconciler behind the global rate limit.
+	annotationChanged := predicate.Predicate(predicate.AnnotationChangedPredicate{})
+	// Layer 1, ownAnnotationsIgnored (predicate.go).
+	if l.ownAnnotationsIgnored {
+		annotationChanged = ForeignAnnotationChanged{}
+	}
+	predicates := []predicate.Predicate{predicate.Or[client.Object](
+		predicate.GenerationChangedPredicate{}, annotationChanged, predicate.LabelChangedPredicate{})}
+	if fresh != nil || status != nil {
+		// Layers 2 and 7 learn what the cache holds from the watch.
+		predicates = append([]predicate.Predicate{cacheObserver{fresh: fresh, status: status}}, predicates...)
+	}
 	inner := errors.WithSilentRequeueOnConflict(r)
 	limited := ratelimiter.NewReconciler(name, inner, o.GlobalRateLimiter)
-	if d.Feed == nil {
-		return b.Complete(freshGate{fresh: fresh, next: limited})
+	handler := reconcile.Reconciler(limited)
+	// Layer 3, driftFirst (this file).
+	if l.driftFirst && d.Feed != nil {
+		handler = &driftFirst{kind: kind, feed: d.Feed, direct: inner, limited: limited}
 	}
-	return b.WatchesRawSource(d.Feed.Source(kind)).Complete(freshGate{fresh: fresh, next: &driftFirst{kind: kind, feed: d.Feed, direct: inner, limited: limited}})
+	// Layer 2, freshGate (fresh.go).
+	if l.freshGate {
+		handler = freshGate{fresh: fresh, next: handler}
+	}
+	copts := o.ForControllerRuntime()
+	copts.RateLimiter = limiter
+	return &stack{name: name, kind: kind, reconciler: r, handler: handler, predicates: predicates, options: copts}, nil
 }
 
-// withoutGenericUpdates drops crossplane-runtime's event after every
+// withoutGenericUpdates is layer 9, oneEventPerUpdate (see the package
+// comment; TestRuntimeRecordsUpdatesThroughWithAnnotations pins what it
+// assumes). It drops crossplane-runtime's event after every
 // successful update of an external resource ("Successfully requested update
 // of external resource"): each connector of this provider that updates
 // records an event of its own that says why and what changed (drift
@@ -206,7 +313,8 @@ func (r withoutGenericUpdates) WithAnnotations(keysAndValues ...string) event.Re
 // reasonRuntimeUpdated is crossplane-runtime's (unexported) reason for it.
 const reasonRuntimeUpdated event.Reason = "UpdatedExternalResource"
 
-// driftFirst applies the global reconcile rate limit to every request except
+// driftFirst is layer 3 (see the package comment). It applies the global
+// reconcile rate limit to every request except
 // those the change feed made because a resource's widget changed: drift is
 // repaired at once instead of queueing behind the token bucket with polls
 // and new resources. Those requests are still bounded by the controller's

@@ -11,13 +11,18 @@ import (
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
 )
 
-// ForeignAnnotationChanged passes updates that change a managed resource's
+// ForeignAnnotationChanged is layer 1, ownAnnotationsIgnored (see the
+// package comment): it stands in for controller-runtime's
+// AnnotationChangedPredicate in provider-template's watch filter. It passes
+// updates that change a managed resource's
 // annotations other than the ones its own reconciler writes while creating:
 // the external-create-{pending,succeeded,failed} markers and the default
 // external name chosen by the initializer. The reconciler requeues itself
 // after those writes, so reacting to their watch events as well only costs
 // a reconcile that reads a cache which has not caught up yet. An external
 // name set by anyone else (an import) still passes.
+// TestRuntimeRequeuesAfterItsOwnCreateWrites and
+// TestRuntimeWritesOnlyItsKnownAnnotations pin what it assumes.
 type ForeignAnnotationChanged struct {
 	predicate.Funcs
 }

@@ -13,6 +13,10 @@ import (
 	"github.com/widgetco/crossplane-widget/provider/internal/ttlmap"
 )
 
+// Layer 8, secretMemo (see the package comment;
+// TestRuntimeReadsConnectionSecretsWithAPlainGet pins what it assumes of
+// crossplane-runtime's publisher).
+//
 // Connection Secrets are read from the API server, never from an informer
 // cache (main.go: a cluster holds many Secrets that are not the provider's).
 // crossplane-runtime's connection publisher reads the resource's connection

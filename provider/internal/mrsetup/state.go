@@ -15,7 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// stateRecorder records how many managed resources of a kind exist, are
+// stateRecorder is layer 11, copyFreeStateMetrics (see the package comment;
+// TestRuntimeStateMetricsAreOurs pins that it publishes what
+// crossplane-runtime's recorder would). It records how many managed
+// resources of a kind exist, are
 // Ready and are Synced: crossplane-runtime's managed resource state metrics
 // (crossplane_managed_resource_{exists,ready,synced}, labelled by GVK), as
 // its statemetrics.MRStateRecorder records them, but without copying the

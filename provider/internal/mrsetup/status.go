@@ -9,7 +9,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Status updates that change nothing. crossplane-runtime's managed
+// Layer 7, unchangedStatus (see the package comment): status updates that
+// change nothing (TestRuntimeEndsEveryReconcileWithAStatusUpdate pins the
+// assumption). crossplane-runtime's managed
 // reconciler ends every reconcile with a status update, also when the
 // observation changed nothing (conditions keep their transition times when
 // they are the same). kube-apiserver then writes nothing, but still runs

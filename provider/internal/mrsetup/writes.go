@@ -12,21 +12,30 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Fewer writes per new resource. crossplane-runtime's managed reconciler
-// writes a new resource five or six times before it is Ready: the finalizer,
-// the external-create-pending annotation, the external-create-succeeded
+// Layers 4 to 6: fewer writes per new resource. crossplane-runtime's managed
+// reconciler, with the stock initializer, writes a new resource six or seven
+// times before it is Ready: the default external name, the finalizer, the
+// external-create-pending annotation, the external-create-succeeded
 // annotation, the status after the create, the status while the Widget API
-// provisions, and the Ready status. Every write is also a watch event for
-// Crossplane's composite controller, which reconciles the XR that composed
-// the resource. Two of them carry nothing new:
+// provisions, and the Ready status (TestStockAndLeanLife). Every write is
+// also a watch event for Crossplane's composite controller, which reconciles
+// the XR that composed the resource. Three of them carry nothing new:
 //
-//   - The finalizer protects an external resource from being left behind. A
+//   - defaultNameUnwritten: the default external name is deterministic; the
+//     initializer sets it in memory and the create-pending update saves it
+//     (TestRuntimeSavesCreatePendingWithTheWholeObject). A reference
+//     resolver that patches replaces the object with the API server's copy,
+//     so reinitializing sets it again after resolving
+//     (TestRuntimeInitializesBeforeResolvingReferences).
+//   - deferredFinalizer: the finalizer protects an external resource from being left behind. A
 //     resource whose external resource does not exist needs no finalizer
 //     yet, and when the reconciler goes on to create it, it first writes the
 //     external-create-pending annotation, which carries the finalizer too.
 //     deferredFinalizer therefore adds the finalizer without a write when
-//     the same reconcile observed no external resource.
-//   - The external-create-succeeded annotation tells the reconciler that a
+//     the same reconcile observed no external resource
+//     (TestRuntimeObservesBeforeAddingFinalizer,
+//     TestRuntimeSavesCreatePendingWithTheWholeObject).
+//   - succeededUnwritten: the external-create-succeeded annotation tells the reconciler that a
 //     create finished, so that it may proceed when an external name chosen
 //     by the create could have been lost. This provider's names are
 //     deterministic (chosen and saved with external-create-pending, before
@@ -34,15 +43,35 @@ import (
 //     (WithDeterministicExternalName): succeededUnwritten keeps that
 //     annotation in memory without a write of its own. A resource whose
 //     create succeeded therefore keeps external-create-pending (when the
-//     create was asked for) and no external-create-succeeded.
-//   - Create records what the Widget API answered, but the reconciler's
-//     other critical annotation update (external-create-failed) replaces
-//     the resource with the API server's copy, status included.
-//     statusKeepingUpdater keeps the status Create recorded.
+//     create was asked for) and no external-create-succeeded. The status
+//     Create recorded is then written by the status update that follows,
+//     instead of being replaced by the API server's copy
+//     (TestRuntimeUpdatesCriticalAnnotationsOnlyAfterCreate,
+//     TestRuntimeProceedsPastAnIncompleteCreateWithDeterministicNames).
 //
 // That leaves three writes of the resource for a new widget: the pending
 // update (with the external name and the finalizer), the status after the
 // create, and the Ready status.
+
+// savingInitializer initializes a resource with init and saves what init
+// changed with an update, as crossplane-runtime's stock initializer
+// (managed.NameAsExternalName) does: the stock path, without the layer
+// defaultNameUnwritten.
+type savingInitializer struct {
+	init managed.Initializer
+	kube client.Client
+}
+
+func (i savingInitializer) Initialize(ctx context.Context, mg resource.Managed) error {
+	before := mg.GetAnnotations()[meta.AnnotationKeyExternalName]
+	if err := i.init.Initialize(ctx, mg); err != nil {
+		return err
+	}
+	if mg.GetAnnotations()[meta.AnnotationKeyExternalName] == before {
+		return nil
+	}
+	return i.kube.Update(ctx, mg)
+}
 
 // reinitializing resolves references with next, then initializes the
 // resource again with init: a resolver that changes a reference patches the
@@ -116,9 +145,10 @@ func (c *observingClient[T]) Observe(ctx context.Context, mg T) (managed.Externa
 }
 
 // deferredFinalizer adds the managed resource finalizer without writing it
-// when the reconcile that adds it found no external resource: there is
-// nothing to protect yet, and the create that may follow persists it.
-// Otherwise it adds it like crossplane-runtime's API finalizer. Once it has
+// when the reconcile that adds it found no external resource (recorded in
+// absent, when set): there is nothing to protect yet, and the create that
+// may follow persists it. Otherwise it adds it like crossplane-runtime's API
+// finalizer. Once it has
 // removed the finalizer, the resource is gone: forget (when set) is told.
 type deferredFinalizer struct {
 	resource.Finalizer
@@ -127,7 +157,7 @@ type deferredFinalizer struct {
 }
 
 func (f *deferredFinalizer) AddFinalizer(ctx context.Context, o resource.Object) error {
-	if f.absent.take(o) {
+	if f.absent != nil && f.absent.take(o) {
 		meta.AddFinalizer(o, managed.FinalizerName)
 		return nil
 	}
@@ -166,32 +196,6 @@ func (u succeededUnwritten) UpdateCriticalAnnotations(ctx context.Context, o cli
 func createSucceeded(o client.Object) bool {
 	ok := meta.GetExternalCreateSucceeded(o)
 	return !ok.IsZero() && !ok.Before(meta.GetExternalCreatePending(o)) && !ok.Before(meta.GetExternalCreateFailed(o))
-}
-
-// statusKeepingUpdater updates critical annotations like the wrapped
-// updater but keeps the status the object had before, which the update
-// would replace with the API server's.
-type statusKeepingUpdater struct {
-	managed.CriticalAnnotationUpdater
-}
-
-func (u statusKeepingUpdater) UpdateCriticalAnnotations(ctx context.Context, o client.Object) error {
-	restore := keepStatus(o)
-	err := u.CriticalAnnotationUpdater.UpdateCriticalAnnotations(ctx, o)
-	restore()
-	return err
-}
-
-// keepStatus returns a function that sets o's Status field back to what it
-// is now. Managed resource types are structs with a Status field; for any
-// other object it does nothing.
-func keepStatus(o client.Object) func() {
-	f, ok := statusField(o)
-	if !ok || !f.CanSet() {
-		return func() {}
-	}
-	saved, _ := statusField(o.DeepCopyObject().(client.Object))
-	return func() { f.Set(saved) }
 }
 
 // statusField returns the Status field of o, a pointer to a struct such as

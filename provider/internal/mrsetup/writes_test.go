@@ -10,14 +10,12 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
 )
@@ -181,51 +179,6 @@ func TestDeferredFinalizerForgets(t *testing.T) {
 	f := &deferredFinalizer{Finalizer: resource.NewAPIFinalizer(&test.MockClient{MockUpdate: test.NewMockUpdateFn(nil)}, managed.FinalizerName), absent: &absences{}}
 	if err := f.RemoveFinalizer(t.Context(), newWidget("uid-2", "1")); err != nil {
 		t.Errorf("RemoveFinalizer() without a feed: %v", err)
-	}
-}
-
-func TestStatusKeepingUpdater(t *testing.T) {
-	observed := commonv1beta1.WidgetObservation{ID: "w-1", State: "Provisioning"}
-	cases := map[string]struct {
-		reason  string
-		update  error
-		wantErr error
-	}{
-		"Updated": {
-			reason: "The status recorded before the update survives the API server's answer, which has none.",
-		},
-		"Failed": {
-			reason:  "A failed update returns its error and keeps the status too.",
-			update:  errBoom,
-			wantErr: errBoom,
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			kube := &test.MockClient{MockUpdate: func(_ context.Context, obj client.Object, _ ...client.UpdateOption) error {
-				// The API server answers with its copy: annotations saved,
-				// no status.
-				w := obj.(*nsv1beta1.Widget)
-				w.Status = nsv1beta1.WidgetStatus{}
-				w.SetResourceVersion("2")
-				return tc.update
-			}}
-			u := statusKeepingUpdater{managed.NewRetryingCriticalAnnotationUpdater(kube)}
-			mg := newWidget("uid-1", "1")
-			mg.SetWidgetObservation(observed)
-			mg.SetConditions(xpv2.Creating())
-			want := mg.Status.DeepCopy()
-			err := u.UpdateCriticalAnnotations(t.Context(), mg)
-			if diff := cmp.Diff(tc.wantErr, err, cmpopts.EquateErrors()); diff != "" {
-				t.Errorf("%s\nerror: -want, +got:\n%s", tc.reason, diff)
-			}
-			if diff := cmp.Diff(*want, mg.Status); diff != "" {
-				t.Errorf("%s\nstatus: -want, +got:\n%s", tc.reason, diff)
-			}
-			if mg.GetResourceVersion() != "2" {
-				t.Errorf("%s\nthe object should carry the API server's resource version", tc.reason)
-			}
-		})
 	}
 }
 

@@ -24,6 +24,18 @@ import (
 // ClusterProviderConfig's users are namespaced ProviderConfigUsages (labelled
 // with the config's kind), which is what crossplane-runtime's usage tracker
 // creates for namespaced managed resources.
+//
+// It is crossplane-runtime's ProviderConfig reconciler as
+// crossplane/provider-template sets it up, with three layers, each switched
+// on here and nowhere else (docs/reconciler.md has what each saves and the
+// contract test that pins what it assumes):
+//
+//  1. usageDebounce: usage watch events wait UsageDebounce and queue one
+//     recount (stock: one recount per usage event).
+//  2. unchangedRecount (unchanged.go): a recount's update or status update
+//     equal to what it read is not sent.
+//  3. copyFreeRecount (unchanged.go): the recount lists usages without
+//     copying them out of the cache.
 func Setup(mgr ctrl.Manager, o controller.Options) error {
 	for _, k := range []struct {
 		name  string
@@ -51,7 +63,8 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 			pc:    &clusterv1alpha1.ProviderConfig{}, usage: &clusterv1alpha1.ProviderConfigUsage{},
 		},
 	} {
-		// See unchanged.go: recounts that change nothing write nothing.
+		// Layers 2 and 3 (unchanged.go): recounts that change nothing
+		// write nothing, and list usages without copies.
 		r := providerconfig.NewReconciler(mrsetup.WithClient(mgr, newUnchangedSkipped(mgr.GetClient())), k.kinds,
 			providerconfig.WithLogger(o.Logger.WithValues("controller", k.name)),
 			providerconfig.WithRecorder(xpevent.NewAPIRecorder(mgr.GetEventRecorderFor(k.name))))
@@ -59,6 +72,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 			Named(k.name).
 			WithOptions(o.ForControllerRuntime()).
 			For(k.pc).
+			// Layer 1: usage events debounced.
 			Watches(k.usage, debounce.Handler(&resource.EnqueueRequestForProviderConfig{Kind: k.kind}, UsageDebounce)).
 			Complete(ratelimiter.NewReconciler(k.name, r, o.GlobalRateLimiter))
 		if err != nil {

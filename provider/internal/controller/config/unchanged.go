@@ -17,7 +17,9 @@ import (
 // 1,000-claim load that was 1,506 writes, most of which changed nothing. The
 // reconciler reads the ProviderConfig at the start of each recount; the
 // client below remembers what it read and does not send a write of an object
-// equal to it.
+// equal to it (layer unchangedRecount; its assumptions are pinned by
+// TestRuntimeRecountReadsBeforeItWrites and
+// TestRuntimeRecountWritesWhatItReadWhenNothingChanged).
 
 // unchangedSkipped is a client that does not send an update, or a status
 // update, of an object equal to the object it last read or wrote under the
@@ -51,7 +53,8 @@ func (c *unchangedSkipped) Get(ctx context.Context, key client.ObjectKey, o clie
 	return nil
 }
 
-// List lists without copying the cached objects. The reconciler lists all
+// List lists without copying the cached objects (layer copyFreeRecount,
+// safe while TestRuntimeRecountOnlyReadsItsUsages holds). The reconciler lists all
 // the usages of a ProviderConfig at each recount (10,000 at 10,000 managed
 // resources, once a UsageDebounce while they are being created), and only
 // reads them or deletes one; copies of them all were megabytes of heap per
