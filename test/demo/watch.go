@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -248,14 +249,22 @@ var tryThis = template.Must(template.New("try").Parse(`
 {{.XR}} and {{.Claim}} are Ready ({{.Took}} after they were applied).
 
   export KUBECONFIG={{.Kubeconfig}}
-{{- if .NoKubectl}}
+{{- if .Kubectl}}
+  alias kubectl={{.Kubectl}}   # built by hack/tools.sh at the version of go.mod's kube libraries
+{{- else if .NoKubectl}}
   (kubectl is not in your PATH; any kubectl works with this kubeconfig.)
+{{- end}}
+{{- if .Crank}}
+  alias crossplane={{.Crank}}   # the Crossplane CLI (crank)
 {{- end}}
 
 Look around:
   kubectl get xwidgets.platform.widgetco.io,widgetclaims,widgets.widget.m.widgetco.io,widgets.widget.widgetco.io -A
   kubectl get widget -A      # the category: claims, both kinds of XWidget, managed resources
   kubectl get xwidgets.platform.widgetco.io -n {{.XRNamespace}} {{.XRName}} -o yaml
+{{- if .Crank}}
+  crossplane beta trace xwidgets.platform.widgetco.io/{{.XRName}} -n {{.XRNamespace}}   # and docs/troubleshooting.md
+{{- end}}
   kubectl get secret -n {{.XRNamespace}} {{.XRSecret}} -o go-template='{{.SecretTemplate}}'
   kubectl get secret -n {{.ClaimNamespace}} {{.ClaimSecret}} -o go-template='{{.SecretTemplate}}'
 
@@ -269,20 +278,21 @@ provider-widget put it back; this terminal shows its DriftRepaired event:
 Logs: {{.Dir}}/logs. Press Ctrl-C to stop and tear everything down.
 `))
 
-// printTryThis prints the KUBECONFIG and what to try.
-func printTryThis(h *harness.Harness, objs []*unstructured.Unstructured, took time.Duration, dir string) error {
+// printTryThis prints the KUBECONFIG, the cached kubectl and Crossplane CLI
+// (so that every command it suggests works with only Go and make), and what
+// to try.
+func printTryThis(h *harness.Harness, objs []*unstructured.Unstructured, took time.Duration, dir, crank string) error {
 	xr, claim := objs[0], objs[1]
 	str := func(u *unstructured.Unstructured, fields ...string) string {
 		v, _, _ := unstructured.NestedString(u.Object, fields...)
 		return v
 	}
 	_, lookErr := exec.LookPath("kubectl")
-	return tryThis.Execute(os.Stdout, map[string]any{
+	values := shellValues(h.Kubeconfig(), os.Getenv("KUBECTL_BIN"), crank, lookErr == nil)
+	maps.Copy(values, map[string]any{
 		"XR":             "XWidget " + platform.Name(xr),
 		"Claim":          "WidgetClaim " + platform.Name(claim),
 		"Took":           took.Round(time.Second),
-		"Kubeconfig":     h.Kubeconfig(),
-		"NoKubectl":      lookErr != nil,
 		"XRNamespace":    xr.GetNamespace(),
 		"XRName":         xr.GetName(),
 		"XRSecret":       str(xr, "status", "connectionSecretName"),
@@ -296,4 +306,17 @@ func printTryThis(h *harness.Harness, objs []*unstructured.Unstructured, took ti
 		// kubectl's go-template printing a Secret's decoded data.
 		"SecretTemplate": `{{range $k, $v := .data}}{{$k}}: {{$v | base64decode}}{{"\n"}}{{end}}`,
 	})
+	return tryThis.Execute(os.Stdout, values)
+}
+
+// shellValues are tryThis's values for the reader's shell: the kubeconfig,
+// the kubectl hack/tools.sh built ($KUBECTL_BIN, "" when none) or whether
+// one is in PATH, and the Crossplane CLI ($CRANK_BIN).
+func shellValues(kubeconfig, kubectl, crank string, kubectlInPath bool) map[string]any {
+	return map[string]any{
+		"Kubeconfig": kubeconfig,
+		"Kubectl":    kubectl,
+		"NoKubectl":  kubectl == "" && !kubectlInPath,
+		"Crank":      crank,
+	}
 }
