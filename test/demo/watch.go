@@ -274,6 +274,14 @@ provider-widget put it back; this terminal shows its DriftRepaired event:
   curl -s -X PATCH -H 'Authorization: Bearer {{.Token}}' -H 'Content-Type: application/json' -d '{"size":"large"}' {{.URL}}/v1/widgets/{{.Widget}}
   curl -s -H 'Authorization: Bearer {{.Token}}' {{.URL}}/v1/widgets/{{.Widget}}     # size is {{.Size}} again
   kubectl get events -n {{.XRNamespace}} --field-selector reason=DriftRepaired
+{{- if .Metrics}}
+
+Metrics, through the port-forwards a cluster would need (only the provider's
+leader reconciles: kubectl get lease -n crossplane-system names it):
+{{- range .Metrics}}
+  curl -s http://{{.Addr}}/metrics | grep -E '{{.Match}}'   # {{.Pod}}
+{{- end}}
+{{- end}}
 
 Logs: {{.Dir}}/logs. Press Ctrl-C to stop and tear everything down.
 `))
@@ -281,7 +289,7 @@ Logs: {{.Dir}}/logs. Press Ctrl-C to stop and tear everything down.
 // printTryThis prints the KUBECONFIG, the cached kubectl and Crossplane CLI
 // (so that every command it suggests works with only Go and make), and what
 // to try.
-func printTryThis(h *harness.Harness, objs []*unstructured.Unstructured, took time.Duration, dir, crank string) error {
+func printTryThis(h *harness.Harness, objs []*unstructured.Unstructured, took time.Duration, dir, crank string, metrics []metricsEndpoint) error {
 	xr, claim := objs[0], objs[1]
 	str := func(u *unstructured.Unstructured, fields ...string) string {
 		v, _, _ := unstructured.NestedString(u.Object, fields...)
@@ -303,6 +311,7 @@ func printTryThis(h *harness.Harness, objs []*unstructured.Unstructured, took ti
 		"Widget":         str(xr, "status", "externalName"),
 		"Size":           str(xr, "spec", "size"),
 		"Dir":            dir,
+		"Metrics":        metrics,
 		// kubectl's go-template printing a Secret's decoded data.
 		"SecretTemplate": `{{range $k, $v := .data}}{{$k}}: {{$v | base64decode}}{{"\n"}}{{end}}`,
 	})
@@ -319,4 +328,32 @@ func shellValues(kubeconfig, kubectl, crank string, kubectlInPath bool) map[stri
 		"NoKubectl":  kubectl == "" && !kubectlInPath,
 		"Crank":      crank,
 	}
+}
+
+// A metricsEndpoint is a loopback address forwarded to a pod's metrics port.
+type metricsEndpoint struct {
+	Addr  string // host:port
+	Pod   string // what serves it
+	Match string // a grep -E pattern for its own metrics
+}
+
+// forwardMetrics forwards a loopback port to the metrics port (8080) of
+// each provider pod and of the function, as kubectl port-forward would in a
+// cluster: the local control plane has no kubelet to do it
+// (docs/troubleshooting.md#look-inside-logs-and-metrics).
+func forwardMetrics(p *platform.Platform) ([]metricsEndpoint, error) {
+	const port = 8080
+	out := make([]metricsEndpoint, 0, len(p.Provider.Pods())+1)
+	for _, pod := range p.Provider.Pods() {
+		addr, err := pod.Forward(port)
+		if err != nil {
+			return nil, errors.Wrapf(err, "cannot forward to the metrics of pod %s", pod.Name())
+		}
+		out = append(out, metricsEndpoint{Addr: addr, Pod: "provider-widget pod " + pod.Name(), Match: "^(widget_|crossplane_managed_resource_)"})
+	}
+	addr, err := p.Function.Forward(port)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot forward to the function's metrics")
+	}
+	return append(out, metricsEndpoint{Addr: addr, Pod: "function-widget", Match: "^function_widget_"}), nil
 }

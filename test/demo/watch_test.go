@@ -64,3 +64,29 @@ func TestTryThisShell(t *testing.T) {
 		})
 	}
 }
+
+// TestTryThisMetrics pins the metrics lines: one curl per forwarded pod.
+func TestTryThisMetrics(t *testing.T) {
+	values := shellValues("/clone/_output/demo/kubeconfig", "", "", true)
+	maps.Copy(values, map[string]any{"Metrics": []metricsEndpoint{
+		{Addr: "127.0.0.1:40001", Pod: "provider-widget pod p-1", Match: "^widget_"},
+		{Addr: "127.0.0.1:40002", Pod: "function-widget", Match: "^function_widget_"},
+	}})
+	var b strings.Builder
+	if err := tryThis.Execute(&b, values); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.Contains(l, "/metrics") {
+			got = append(got, l)
+		}
+	}
+	want := []string{
+		"  curl -s http://127.0.0.1:40001/metrics | grep -E '^widget_'   # provider-widget pod p-1",
+		"  curl -s http://127.0.0.1:40002/metrics | grep -E '^function_widget_'   # function-widget",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tryThis metrics lines: -want, +got:\n%s", diff)
+	}
+}
