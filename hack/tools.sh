@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hack/tools.sh - build and cache the heavy out-of-tree binaries that the
-# integration, render and e2e test tiers need (kube-apiserver, etcd, Crossplane
-# core, the Crossplane CLI, golangci-lint, benchmark peers).
+# integration, render and e2e test tiers and the demo need (kube-apiserver,
+# etcd, Crossplane core, the Crossplane CLI, golangci-lint, kubectl, benchmark
+# peers).
 #
 # Why this exists:
 #   * There is no internet here, only the Go module proxy. So nothing is
@@ -44,7 +45,7 @@ TOOLS_DIR=${REPO_ROOT}/tools
 CACHE_ROOT=${WIDGET_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/crossplane-widget/tools}
 OUTPUT_DIR=${REPO_ROOT}/_output/tools
 
-DEFAULT_TOOLS=(etcd kube-apiserver kube-controller-manager crossplane crank golangci-lint)
+DEFAULT_TOOLS=(etcd kube-apiserver kube-controller-manager crossplane crank golangci-lint kubectl)
 if [[ ${WIDGET_CORE:-} == patched ]]; then
 	DEFAULT_TOOLS+=(crossplane-patched)
 elif [[ -n ${WIDGET_CORE:-} ]]; then
@@ -133,6 +134,21 @@ tool_recipe() {
 		# it for the default --crossplane-image tag.
 		T_LDFLAGS+=" -X github.com/crossplane/crossplane/v2/internal/version.version=v2.2.1"
 		;;
+	kubectl)
+		# The commands the demo and docs/troubleshooting.md suggest, on a
+		# machine with only Go and make. The module's own main (upstream's
+		# cmd/kubectl, a few lines) on k8s.io/kubectl at the version of the
+		# product's kube libraries (go.mod: k8s.io/client-go v0.35.3), so
+		# kubectl v1.35.3 (stamped like kube-apiserver, with k8s.io/kubectl's
+		# release time).
+		T_VERSION=v1.35.3 T_MODDIR=kubectl T_BIN=kubectl
+		T_PKG=github.com/widgetco/crossplane-widget/tools/kubectl T_ETA="~3 min" T_ENV=KUBECTL_BIN
+		local v
+		for v in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+			T_LDFLAGS+=" -X ${v}.gitVersion=v1.35.3 -X ${v}.gitMajor=1 -X ${v}.gitMinor=35"
+			T_LDFLAGS+=" -X ${v}.gitTreeState=clean -X ${v}.buildDate=2026-03-19T08:35:32Z"
+		done
+		;;
 	golangci-lint)
 		T_VERSION=v2.6.0 T_MODDIR=golangci-lint T_BIN=golangci-lint
 		T_PKG=github.com/golangci/golangci-lint/v2/cmd/golangci-lint T_ETA="~2 min" T_ENV=GOLANGCI_LINT_BIN
@@ -169,6 +185,11 @@ tool_key() {
 	[[ -f ${dir}/go.mod && -f ${dir}/go.sum ]] || die "missing ${dir}/go.mod or go.sum"
 	hash=$({
 		cat "${dir}/go.mod" "${dir}/go.sum"
+		# A tool whose main is the module's own (kubectl) builds its source.
+		local f
+		for f in "${dir}"/*.go; do
+			if [[ -e ${f} ]]; then cat "${f}"; fi
+		done
 		printf 'pkg=%s\nldflags=%s\ncgo=0 trimpath\n' "${T_PKG}" "${T_LDFLAGS}"
 		if [[ -n ${T_EXTRAS} ]]; then printf 'extras=%s\n' "${T_EXTRAS}"; fi
 		local p

@@ -152,7 +152,11 @@ func run(c *cli) error { // A linear sequence of steps.
 		<-h.Done()
 		return errors.New("the example XWidget and WidgetClaim did not become Ready")
 	}
-	if err := printTryThis(h, objs, readyIn, rel(root, dir)); err != nil {
+	metrics, err := forwardMetrics(p)
+	if err != nil {
+		return err
+	}
+	if err := printTryThis(h, objs, readyIn, rel(root, dir), tools.Crank, metrics); err != nil {
 		return err
 	}
 	if c.ExitWhenReady {

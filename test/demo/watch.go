@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -248,14 +249,22 @@ var tryThis = template.Must(template.New("try").Parse(`
 {{.XR}} and {{.Claim}} are Ready ({{.Took}} after they were applied).
 
   export KUBECONFIG={{.Kubeconfig}}
-{{- if .NoKubectl}}
+{{- if .Kubectl}}
+  alias kubectl={{.Kubectl}}   # built by hack/tools.sh at the version of go.mod's kube libraries
+{{- else if .NoKubectl}}
   (kubectl is not in your PATH; any kubectl works with this kubeconfig.)
+{{- end}}
+{{- if .Crank}}
+  alias crossplane={{.Crank}}   # the Crossplane CLI (crank)
 {{- end}}
 
 Look around:
   kubectl get xwidgets.platform.widgetco.io,widgetclaims,widgets.widget.m.widgetco.io,widgets.widget.widgetco.io -A
   kubectl get widget -A      # the category: claims, both kinds of XWidget, managed resources
   kubectl get xwidgets.platform.widgetco.io -n {{.XRNamespace}} {{.XRName}} -o yaml
+{{- if .Crank}}
+  crossplane beta trace xwidgets.platform.widgetco.io/{{.XRName}} -n {{.XRNamespace}}   # and docs/troubleshooting.md
+{{- end}}
   kubectl get secret -n {{.XRNamespace}} {{.XRSecret}} -o go-template='{{.SecretTemplate}}'
   kubectl get secret -n {{.ClaimNamespace}} {{.ClaimSecret}} -o go-template='{{.SecretTemplate}}'
 
@@ -265,24 +274,33 @@ provider-widget put it back; this terminal shows its DriftRepaired event:
   curl -s -X PATCH -H 'Authorization: Bearer {{.Token}}' -H 'Content-Type: application/json' -d '{"size":"large"}' {{.URL}}/v1/widgets/{{.Widget}}
   curl -s -H 'Authorization: Bearer {{.Token}}' {{.URL}}/v1/widgets/{{.Widget}}     # size is {{.Size}} again
   kubectl get events -n {{.XRNamespace}} --field-selector reason=DriftRepaired
+{{- if .Metrics}}
+
+Metrics, through the port-forwards a cluster would need (only the provider's
+leader reconciles: kubectl get lease -n crossplane-system names it):
+{{- range .Metrics}}
+  curl -s http://{{.Addr}}/metrics | grep -E '{{.Match}}'   # {{.Pod}}
+{{- end}}
+{{- end}}
 
 Logs: {{.Dir}}/logs. Press Ctrl-C to stop and tear everything down.
 `))
 
-// printTryThis prints the KUBECONFIG and what to try.
-func printTryThis(h *harness.Harness, objs []*unstructured.Unstructured, took time.Duration, dir string) error {
+// printTryThis prints the KUBECONFIG, the cached kubectl and Crossplane CLI
+// (so that every command it suggests works with only Go and make), and what
+// to try.
+func printTryThis(h *harness.Harness, objs []*unstructured.Unstructured, took time.Duration, dir, crank string, metrics []metricsEndpoint) error {
 	xr, claim := objs[0], objs[1]
 	str := func(u *unstructured.Unstructured, fields ...string) string {
 		v, _, _ := unstructured.NestedString(u.Object, fields...)
 		return v
 	}
 	_, lookErr := exec.LookPath("kubectl")
-	return tryThis.Execute(os.Stdout, map[string]any{
+	values := shellValues(h.Kubeconfig(), os.Getenv("KUBECTL_BIN"), crank, lookErr == nil)
+	maps.Copy(values, map[string]any{
 		"XR":             "XWidget " + platform.Name(xr),
 		"Claim":          "WidgetClaim " + platform.Name(claim),
 		"Took":           took.Round(time.Second),
-		"Kubeconfig":     h.Kubeconfig(),
-		"NoKubectl":      lookErr != nil,
 		"XRNamespace":    xr.GetNamespace(),
 		"XRName":         xr.GetName(),
 		"XRSecret":       str(xr, "status", "connectionSecretName"),
@@ -293,7 +311,49 @@ func printTryThis(h *harness.Harness, objs []*unstructured.Unstructured, took ti
 		"Widget":         str(xr, "status", "externalName"),
 		"Size":           str(xr, "spec", "size"),
 		"Dir":            dir,
+		"Metrics":        metrics,
 		// kubectl's go-template printing a Secret's decoded data.
 		"SecretTemplate": `{{range $k, $v := .data}}{{$k}}: {{$v | base64decode}}{{"\n"}}{{end}}`,
 	})
+	return tryThis.Execute(os.Stdout, values)
+}
+
+// shellValues are tryThis's values for the reader's shell: the kubeconfig,
+// the kubectl hack/tools.sh built ($KUBECTL_BIN, "" when none) or whether
+// one is in PATH, and the Crossplane CLI ($CRANK_BIN).
+func shellValues(kubeconfig, kubectl, crank string, kubectlInPath bool) map[string]any {
+	return map[string]any{
+		"Kubeconfig": kubeconfig,
+		"Kubectl":    kubectl,
+		"NoKubectl":  kubectl == "" && !kubectlInPath,
+		"Crank":      crank,
+	}
+}
+
+// A metricsEndpoint is a loopback address forwarded to a pod's metrics port.
+type metricsEndpoint struct {
+	Addr  string // host:port
+	Pod   string // what serves it
+	Match string // a grep -E pattern for its own metrics
+}
+
+// forwardMetrics forwards a loopback port to the metrics port (8080) of
+// each provider pod and of the function, as kubectl port-forward would in a
+// cluster: the local control plane has no kubelet to do it
+// (docs/troubleshooting.md#look-inside-logs-and-metrics).
+func forwardMetrics(p *platform.Platform) ([]metricsEndpoint, error) {
+	const port = 8080
+	out := make([]metricsEndpoint, 0, len(p.Provider.Pods())+1)
+	for _, pod := range p.Provider.Pods() {
+		addr, err := pod.Forward(port)
+		if err != nil {
+			return nil, errors.Wrapf(err, "cannot forward to the metrics of pod %s", pod.Name())
+		}
+		out = append(out, metricsEndpoint{Addr: addr, Pod: "provider-widget pod " + pod.Name(), Match: "^(widget_|crossplane_managed_resource_)"})
+	}
+	addr, err := p.Function.Forward(port)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot forward to the function's metrics")
+	}
+	return append(out, metricsEndpoint{Addr: addr, Pod: "function-widget", Match: "^function_widget_"}), nil
 }
