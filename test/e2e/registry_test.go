@@ -87,13 +87,15 @@ func TestPrivateRegistry(t *testing.T) {
 	// The pods: Crossplane put the ImageConfig's pull Secret on the
 	// Deployments, which is what the node pulls with.
 	for kind, n := range map[string]string{"provider": platform.ProviderName, "function": platform.FunctionName} {
-		d, err := packageDeployment(s, kind, n)
+		ds, err := packageDeployments(s, kind, n)
 		if err != nil {
 			t.Error(err)
 			continue
 		}
-		if !slices.Contains(d.Spec.Template.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: platform.RegistryCredentials}) {
-			t.Errorf("Deployment %s has imagePullSecrets %+v, want %s among them", d.Name, d.Spec.Template.Spec.ImagePullSecrets, platform.RegistryCredentials)
+		for _, d := range ds {
+			if !slices.Contains(d.Spec.Template.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: platform.RegistryCredentials}) {
+				t.Errorf("Deployment %s has imagePullSecrets %+v, want %s among them", d.Name, d.Spec.Template.Spec.ImagePullSecrets, platform.RegistryCredentials)
+			}
 		}
 	}
 }
@@ -111,9 +113,10 @@ func kindOf(p client.Object) string {
 	return ""
 }
 
-// packageDeployment returns the one Deployment of the provider or function
-// name ("provider" or "function" is kind) in Crossplane's namespace.
-func packageDeployment(s *scenario, kind, pkg string) (*appsv1.Deployment, error) {
+// packageDeployments returns the Deployments (one per revision that runs)
+// of the provider or function pkg ("provider" or "function" is kind) in
+// Crossplane's namespace, at least one.
+func packageDeployments(s *scenario, kind, pkg string) ([]appsv1.Deployment, error) {
 	l := &appsv1.DeploymentList{}
 	if err := suite.h.Client().List(s.ctx, l, client.InNamespace(suite.h.Namespace())); err != nil {
 		return nil, err
@@ -124,10 +127,10 @@ func packageDeployment(s *scenario, kind, pkg string) (*appsv1.Deployment, error
 			out = append(out, d)
 		}
 	}
-	if len(out) != 1 {
-		return nil, errors.Errorf("%d Deployments of %s %s, want 1", len(out), kind, pkg)
+	if len(out) == 0 {
+		return nil, errors.Errorf("no Deployment of %s %s", kind, pkg)
 	}
-	return &out[0], nil
+	return out, nil
 }
 
 // TestRegistryMirror installs a Configuration and the Function it depends
@@ -322,15 +325,17 @@ spec:
 			t.Errorf("Lock has no package %s", src)
 		}
 	}
-	d, err := packageDeployment(s, "function", fnPkgName)
+	ds, err := packageDeployments(s, "function", fnPkgName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := d.Spec.Template.Spec.Containers[0].Image; !strings.HasPrefix(got, mirror+"/"+fnName) {
-		t.Errorf("Deployment %s runs image %q, want the mirror's %s", d.Name, got, mirror+"/"+fnName)
-	}
-	if !slices.Contains(d.Spec.Template.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: platform.RegistryCredentials}) {
-		t.Errorf("Deployment %s has imagePullSecrets %+v, want %s among them", d.Name, d.Spec.Template.Spec.ImagePullSecrets, platform.RegistryCredentials)
+	for _, d := range ds {
+		if got := d.Spec.Template.Spec.Containers[0].Image; !strings.HasPrefix(got, mirror+"/"+fnName) {
+			t.Errorf("Deployment %s runs image %q, want the mirror's %s", d.Name, got, mirror+"/"+fnName)
+		}
+		if !slices.Contains(d.Spec.Template.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: platform.RegistryCredentials}) {
+			t.Errorf("Deployment %s has imagePullSecrets %+v, want %s among them", d.Name, d.Spec.Template.Spec.ImagePullSecrets, platform.RegistryCredentials)
+		}
 	}
 }
 
