@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
@@ -159,7 +160,7 @@ func TestParseDockerConfig(t *testing.T) {
 	for n, tc := range cases {
 		t.Run(n, func(t *testing.T) {
 			got := parseDockerConfig([]byte(tc.config))
-			if diff := cmp.Diff(tc.want, got); diff != "" && (len(tc.want) != 0 || len(got) != 0) {
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("%s\nparseDockerConfig(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
