@@ -162,9 +162,11 @@ func checkSecrets(ctx context.Context, l *secretLedger) error {
 	for _, k := range keys {
 		canaries = append(canaries, harness.Canary{Kind: "access key secret", Value: k})
 	}
+	// The loopback registry's password: only in its pull Secrets.
+	canaries = append(canaries, suite.h.RegistryCanary())
 	scan, err := suite.h.FindLeaks(ctx, harness.NewLeakScanner(canaries...))
 	leaks = append(leaks, scan.Leaks...)
-	fmt.Printf("E2E SECRETS: looked for %d access key secrets, %d Widget API token(s) and key-shaped strings in %d logs and %d objects (every type but Secrets), and checked the Secrets holding them: %d leaks\n",
+	fmt.Printf("E2E SECRETS: looked for %d access key secrets, %d Widget API token(s), the registry password and key-shaped strings in %d logs and %d objects (every type but Secrets), and checked the Secrets holding them: %d leaks\n",
 		len(keys), len(l.tokens), scan.Logs, scan.Objects, len(leaks))
 	if err != nil {
 		return errors.Wrap(err, "cannot look everywhere for leaked secrets; run the suite again, and if this persists fix the scan (test/harness/leaks.go)")

@@ -279,6 +279,9 @@ func (h *Harness) start(ctx context.Context) error {
 	if err := h.startCrossplane(ctx); err != nil {
 		return err
 	}
+	if err := h.CreateRegistryPullSecret(ctx, LoopbackPullSecret); err != nil {
+		return err
+	}
 	return h.startRBACManager(ctx)
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -49,10 +50,11 @@ func newImages(dir, registry string) *images {
 	return &images{dir: dir, registry: registry, byRef: map[string]*pull{}, digest: map[string]*image{}}
 }
 
-// get pulls ref (for linux/GOARCH) and unpacks it, or returns what an
-// earlier pull of ref unpacked (imagePullPolicy IfNotPresent, which is what
-// Crossplane sets).
-func (is *images) get(ctx context.Context, ref string) (*image, error) {
+// get pulls ref (for linux/GOARCH) with the credentials kc holds for its
+// registry and unpacks it, or returns what an earlier pull of ref unpacked
+// (imagePullPolicy IfNotPresent, which is what Crossplane sets - so, as on a
+// node, a pod may start from an image another pod's credentials pulled).
+func (is *images) get(ctx context.Context, ref string, kc authn.Keychain) (*image, error) {
 	is.mu.Lock()
 	p, ok := is.byRef[ref]
 	if !ok {
@@ -60,7 +62,7 @@ func (is *images) get(ctx context.Context, ref string) (*image, error) {
 		is.byRef[ref] = p
 	}
 	is.mu.Unlock()
-	p.once.Do(func() { p.img, p.err = is.pull(ctx, ref) })
+	p.once.Do(func() { p.img, p.err = is.pull(ctx, ref, kc) })
 	if p.err != nil {
 		// Let a later sync try again, as a kubelet would after a backoff.
 		is.mu.Lock()
@@ -72,7 +74,7 @@ func (is *images) get(ctx context.Context, ref string) (*image, error) {
 	return p.img, p.err
 }
 
-func (is *images) pull(ctx context.Context, ref string) (*image, error) {
+func (is *images) pull(ctx context.Context, ref string, kc authn.Keychain) (*image, error) {
 	r, err := name.ParseReference(ref, name.StrictValidation)
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot parse image reference %q", ref)
@@ -80,7 +82,7 @@ func (is *images) pull(ctx context.Context, ref string) (*image, error) {
 	if r.Context().RegistryStr() != is.registry {
 		return nil, errors.Errorf("cannot pull %s: the harness's node pulls only from the loopback registry %s", ref, is.registry)
 	}
-	img, err := remote.Image(r, remote.WithContext(ctx), remote.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}))
+	img, err := remote.Image(r, remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}))
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot pull image %s", ref)
 	}

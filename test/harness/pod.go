@@ -233,7 +233,7 @@ func (p *pod) sandbox(_ context.Context) error {
 // command builds the container's process: the image's root with the pod's
 // volumes, its entrypoint and arguments, its environment, its user.
 func (p *pod) command(ctx context.Context, c corev1.Container) (proc.Command, error) {
-	img, err := p.env.images.get(ctx, c.Image)
+	img, err := p.env.images.get(ctx, c.Image, p.env.pullKeychain(ctx, p.spec))
 	if err != nil {
 		return proc.Command{}, errors.Wrap(err, "ImagePullBackOff")
 	}

@@ -38,8 +38,9 @@ type InstallOptions struct {
 }
 
 // InstallFunction installs the Function package ref (see PushPackage) as
-// name through Crossplane's package manager and returns its runtime once the
-// Function is Installed and Healthy. Crossplane's Deployment runtime creates
+// name, with the pull Secret LoopbackPullSecret, through Crossplane's
+// package manager and returns its runtime once the Function is Installed
+// and Healthy. Crossplane's Deployment runtime creates
 // the function's ServiceAccount, Service, TLS Secret and Deployment; the
 // harness's node runs the Deployment's pods from the runtime image embedded
 // in the package. On error the returned error names a diagnostics directory.
@@ -286,6 +287,7 @@ func (h *Harness) applyPackage(ctx context.Context, kind pkgKind, name, ref, run
 	case kindFunction:
 		f := &pkgv1.Function{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		f.Spec.Package = ref
+		f.Spec.PackagePullSecrets = []corev1.LocalObjectReference{{Name: LoopbackPullSecret}}
 		if runtimeConfig != "" {
 			f.SetRuntimeConfigRef(&pkgv1.RuntimeConfigReference{Name: runtimeConfig})
 		}
@@ -293,6 +295,7 @@ func (h *Harness) applyPackage(ctx context.Context, kind pkgKind, name, ref, run
 	case kindProvider:
 		p := &pkgv1.Provider{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		p.Spec.Package = ref
+		p.Spec.PackagePullSecrets = []corev1.LocalObjectReference{{Name: LoopbackPullSecret}}
 		if runtimeConfig != "" {
 			p.SetRuntimeConfigRef(&pkgv1.RuntimeConfigReference{Name: runtimeConfig})
 		}

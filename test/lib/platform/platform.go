@@ -1,12 +1,13 @@
 // Package platform installs the XWidget API into a local control plane
 // (package harness) the way a platform team would: it publishes
 // provider-widget, function-widget and configuration-widget to the loopback
-// registry as `make publish` does, installs only the Configuration through
-// Crossplane's package manager (which resolves and installs the provider and
-// the function), gives those their DeploymentRuntimeConfigs, activates the
-// provider's managed resources and configures the provider for the
-// harness's Widget API. The end-to-end suite and `make demo` share it, so
-// the demo shows exactly what the suite tests.
+// registry as `make publish` does, gives Crossplane the registry's
+// credentials (a pull Secret and an ImageConfig), installs only the
+// Configuration through Crossplane's package manager (which resolves and
+// installs the provider and the function), gives those their
+// DeploymentRuntimeConfigs, activates the provider's managed resources and
+// configures the provider for the harness's Widget API. The end-to-end suite
+// and `make demo` share it, so the demo shows exactly what the suite tests.
 package platform
 
 import (
@@ -29,6 +30,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	xpextv1alpha1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1alpha1"
+	pkgv1beta1 "github.com/crossplane/crossplane/apis/v2/pkg/v1beta1"
 
 	"github.com/widgetco/crossplane-widget/package/xpkg"
 	"github.com/widgetco/crossplane-widget/test/harness"
@@ -65,6 +67,13 @@ const MetricsPort = 8080
 // managed resource kinds only once a policy activates them; this one does,
 // whatever default policy the control plane has.
 const ActivationPolicy = "provider-widget"
+
+// RegistryCredentials names the pull Secret (in Crossplane's namespace) and
+// the ImageConfig that give Crossplane the credentials for Registry: the
+// registry is private, and a Configuration's packagePullSecrets would not
+// reach its dependencies, so an ImageConfig matching the registry's prefix
+// gives them to every package from it (docs/install.md#install-from-a-private-registry).
+const RegistryCredentials = "widgetco-registry" //nolint:gosec // The name of a Secret and an ImageConfig, not a credential.
 
 // ManagedCRDs are the provider's managed resource kinds that Install waits to
 // be served.
@@ -137,6 +146,9 @@ func Install(ctx context.Context, h *harness.Harness, o Options) (*Platform, err
 		return nil, err
 	}
 	if err := runtimeConfigs(ctx, c, o); err != nil {
+		return nil, err
+	}
+	if err := registryCredentials(ctx, h); err != nil {
 		return nil, err
 	}
 	ref, err := Release(ctx, h, o.Root, o.Crank, o.Packages, o.Packages.Version)
@@ -217,6 +229,27 @@ func ReleaseConfiguration(ctx context.Context, h *harness.Harness, root, crank, 
 // "function-widget") at version in h's registry.
 func DependencyRef(h *harness.Harness, pkg, version string) string {
 	return Registry(h) + "/" + pkg + ":" + version
+}
+
+// registryCredentials creates the pull Secret for h's registry and the
+// ImageConfig that hands it to Crossplane for every package under Registry.
+func registryCredentials(ctx context.Context, h *harness.Harness) error {
+	if err := h.CreateRegistryPullSecret(ctx, RegistryCredentials); err != nil {
+		return err
+	}
+	ic := &pkgv1beta1.ImageConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: RegistryCredentials},
+		Spec: pkgv1beta1.ImageConfigSpec{
+			MatchImages: []pkgv1beta1.ImageMatch{{Type: pkgv1beta1.Prefix, Prefix: Registry(h) + "/"}},
+			Registry: &pkgv1beta1.RegistryConfig{Authentication: &pkgv1beta1.RegistryAuthentication{
+				PullSecretRef: corev1.LocalObjectReference{Name: RegistryCredentials},
+			}},
+		},
+	}
+	if err := h.Client().Create(ctx, ic); err != nil && !kerrors.IsAlreadyExists(err) {
+		return errors.Wrapf(err, "cannot create ImageConfig %s", RegistryCredentials)
+	}
+	return nil
 }
 
 // activate creates the ManagedResourceActivationPolicy for the provider's
