@@ -124,14 +124,18 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	if d.Feed != nil {
 		forget = func(key types.NamespacedName) { d.Feed.Forget(kind, key) }
 	}
+	policies := o.Features != nil && o.Features.Enabled(feature.EnableBetaManagementPolicies)
+	conn := connect(Env{Kind: kind, Limiter: limiter, Record: record, Secrets: secrets})
+	// See writes.go: three writes fewer for every new resource.
+	var fin resource.Finalizer = &deferredFinalizer{Finalizer: resource.NewAPIFinalizer(kube, managed.FinalizerName), absent: absent, forget: forget}
+	if r, ok := conn.(Releaser[T]); ok {
+		// See orphan.go: an orphaned external resource is released.
+		fin = &releasingFinalizer[T]{Finalizer: fin, release: r.Release, policies: policies}
+	}
 	opts := []managed.ReconcilerOption{
-		managed.WithTypedExternalConnector[T](&observingConnector[T]{
-			TypedExternalConnector: connect(Env{Kind: kind, Limiter: limiter, Record: record, Secrets: secrets}),
-			absent:                 absent,
-		}),
+		managed.WithTypedExternalConnector[T](&observingConnector[T]{TypedExternalConnector: conn, absent: absent}),
 		managed.WithInitializers(names.NewInitializer()),
-		// See writes.go: three writes fewer for every new resource.
-		managed.WithFinalizer(&deferredFinalizer{Finalizer: resource.NewAPIFinalizer(kube, managed.FinalizerName), absent: absent, forget: forget}),
+		managed.WithFinalizer(fin),
 		managed.WithCriticalAnnotationUpdater(succeededUnwritten{statusKeepingUpdater{managed.NewRetryingCriticalAnnotationUpdater(kube)}}),
 		managed.WithReferenceResolver(reinitializing{next: LocalReferences(managed.NewAPISimpleReferenceResolver(kube)), init: names.NewInitializer()}),
 		// Names are chosen before creation, so a crash between the API's
@@ -147,7 +151,7 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 		managed.WithPollInterval(o.PollInterval),
 		managed.WithPollIntervalHook(PollInterval(d.PollJitter)),
 	}
-	if o.Features != nil && o.Features.Enabled(feature.EnableBetaManagementPolicies) {
+	if policies {
 		opts = append(opts, managed.WithManagementPolicies())
 	}
 	if o.MetricOptions != nil {

@@ -133,7 +133,7 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		return managed.ExternalObservation{}, errors.Errorf("widget %s is managed by a resource outside namespace %s, and a namespaced Widget can manage or observe only widgets that no resource manages or that a resource in its own namespace manages: choose another external name, or ask your platform team to give this namespace its own ProviderConfig and Widget API project", name, mg.GetNamespace())
 	}
 	if owner != "" && owner != me && !observeOnly(mg) {
-		return managed.ExternalObservation{}, errors.Errorf("widget %s is already managed by %s (label %s=%s); one widget can have only one managing resource: choose another external name, or delete or orphan that resource first", name, names.DescribeOwner(owner), names.OwnerLabel, owner)
+		return managed.ExternalObservation{}, errors.Errorf("widget %s is already managed by %s (label %s=%s); one widget can have only one managing resource: choose another external name, or delete that resource (to keep the widget, leave Delete out of its management policies or set deletionPolicy Orphan: the provider then removes the label, and this resource can adopt the widget); if that resource no longer exists, the label was left by a provider version that did not remove it: remove the label from the widget in the Widget API", name, names.DescribeOwner(owner), names.OwnerLabel, owner)
 	}
 	if e.adopting && names.Defaulted(mg) && !observeOnly(mg) {
 		return managed.ExternalObservation{}, errors.Errorf("a widget named %s already exists and no managed resource owns it; to adopt it, set the annotation %s: %s explicitly (or choose another name)", name, meta.AnnotationKeyExternalName, name)
