@@ -94,6 +94,9 @@ func (f *Function) RunFunction(ctx context.Context, req *fnv1.RunFunctionRequest
 
 	out, err := compose(ctx, s, pol, want)
 	if err == nil {
+		err = applyOnDelete(out, want, s.observed)
+	}
+	if err == nil {
 		// Work that ctx cut short returns partial results without an
 		// error. ctx stays done once it is, so this catches all of them.
 		err = ctx.Err()

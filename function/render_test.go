@@ -62,6 +62,10 @@ func renderCases() map[string]renderCase {
 			xr:     "function/testdata/xr-policy-violation.yaml", composition: ns("composition.yaml"), xrd: ns("definition.yaml"),
 			wantErr: true,
 		},
+		"namespaced-keep": {
+			reason: "An XWidget kept on delete composes its Widget and WidgetKeys with management policies without Delete.",
+			xr:     "function/testdata/xr-keep.yaml", composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ns("observed-ready.yaml"),
+		},
 		"legacy-new": {
 			reason: "A new legacy XWidget (of a claim) gets a cluster-scoped Widget and no Secret.",
 			xr:     lg("xr.yaml"), composition: lg("composition.yaml"), xrd: lg("definition.yaml"),

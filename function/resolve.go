@@ -22,6 +22,10 @@ type settings struct {
 
 	// secretName is the connection Secret of a namespaced XR.
 	secretName string
+
+	// onDelete is what deleting the XR does to the widget and its keys;
+	// the zero value is the default, OnDeleteDelete.
+	onDelete OnDelete
 }
 
 // resolve applies the policy's defaults to the XR's spec and checks the
@@ -67,6 +71,8 @@ func resolve(x xwidget, pol policy, w widgetObservation) (settings, error) {
 		s.description = *x.spec.Description
 		errs = append(errs, validateDescription(s.description, spec.Child("description"))...)
 	}
+
+	errs = append(errs, resolveOnDelete(&s, x, spec.Child("onDelete"))...)
 
 	if x.flavour == FlavourNamespaced {
 		errs = append(errs, resolveSecretName(&s, x, spec.Child("writeConnectionSecretToRef", "name"))...)
