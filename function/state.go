@@ -86,6 +86,9 @@ type xwidgetSpec struct {
 	// OnDelete is what deleting the XR does to the widget (keep.go).
 	OnDelete *string `json:"onDelete,omitempty"`
 
+	// Adopt names an existing widget to adopt (adopt.go).
+	Adopt *adoptSpec `json:"adopt,omitempty"`
+
 	// WriteConnectionSecretToRef names the connection Secret of a
 	// namespaced XWidget. A legacy XR has a field of the same name that
 	// Crossplane manages; the function ignores it.
