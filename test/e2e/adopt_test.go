@@ -174,3 +174,43 @@ func nested(u *unstructured.Unstructured, fields ...string) string {
 	v, _, _ := unstructured.NestedString(u.Object, fields...)
 	return v
 }
+
+// TestAdoptThroughClaim adopts a widget through a WidgetClaim, whose legacy
+// XR composes a cluster-scoped Widget: the review reaches the claim, the
+// takeover marks the widget as the cluster-scoped Widget's, and deleting
+// the claim (onDelete unset: Delete) deletes the adopted widget.
+func TestAdoptThroughClaim(t *testing.T) {
+	s := newScenario(t, true)
+	name := s.ns + "-legacy"
+	if _, err := suite.api.CreateWidget(s.ctx, widgetapi.CreateWidgetRequest{Name: name, Size: widgetapi.SizeSmall, Region: "eu-west-1",
+		Labels: map[string]string{labelScenario: s.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	c := s.claim("adopter", map[string]any{"size": "medium", "keys": int64(1), "adopt": map[string]any{"name": name}})
+	s.create(c)
+	cond := s.condition(c, "Adopted", func(c platform.Condition) bool { return c.Reason == "WouldChange" })
+	t.Logf("Claim review: Adopted=%s (%s): %s", cond.Status, cond.Reason, cond.Message)
+	if got := nested(c, "status", "adoption", "mode"); got != "Review" {
+		t.Errorf("claim status.adoption.mode = %q, want Review", got)
+	}
+	if w, err := s.apiWidget(name); err != nil || w.Size != widgetapi.SizeSmall || w.Labels[ownerLabel] != "" {
+		t.Errorf("the review changed the widget: %+v %v", w, err)
+	}
+
+	s.mergePatch(c, `{"spec":{"adopt":{"mode":"Manage"}}}`)
+	s.waitReady(c)
+	w, err := s.apiWidget(name)
+	if err != nil || w.Size != widgetapi.SizeMedium || !strings.HasPrefix(w.Labels[ownerLabel], "c_") {
+		t.Errorf("the takeover did not repair and mark the widget: %+v %v", w, err)
+	}
+
+	if err := suite.kube.Delete(s.ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	s.eventually("the adopted widget deleted with the claim", func() error {
+		if _, err := s.apiWidget(name); !widgetapi.IsNotFound(err) {
+			return errors.Errorf("widget %s still exists (%v)", name, err)
+		}
+		return nil
+	})
+}
