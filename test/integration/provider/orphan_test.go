@@ -194,3 +194,47 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// TestConcurrentAdoption: two Widgets of a namespace adopt the same
+// unowned widget at once, as two XWidgets switched to Manage together do.
+// The provider's conditional writes let exactly one take it over; the other
+// is refused, and its import review says a takeover would be refused.
+func TestConcurrentAdoption(t *testing.T) {
+	e := newEnv(t)
+	e.providerConfig()
+	if _, err := e.client().CreateWidget(e.ctx(), widgetapi.CreateWidgetRequest{Name: "contested", Size: "small"}); err != nil {
+		t.Fatal(err)
+	}
+	startProvider(t)
+	e.widget("one", adopting("contested"))
+	e.widget("two", adopting("contested"), func(w *nsv1beta1.Widget) { w.Spec.ForProvider.Size = ptr.To("large") })
+
+	var winner, loser string
+	e.eventually(90*time.Second, "one Widget to manage the widget and the other to be refused", func() (bool, string) {
+		owner := e.ownerOf("contested")
+		one, two := e.getWidget("one"), e.getWidget("two")
+		switch owner {
+		case "n_" + e.ns + ".one":
+			winner, loser = "one", "two"
+		case "n_" + e.ns + ".two":
+			winner, loser = "two", "one"
+		default:
+			return false, "owner " + owner
+		}
+		l := e.getWidget(loser)
+		return isTrue(e.getWidget(winner), xpv2.TypeSynced) && l.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionFalse,
+			owner + "; one: " + condition(one, xpv2.TypeSynced) + "; two: " + condition(two, xpv2.TypeSynced)
+	})
+	time.Sleep(3 * time.Second)
+	if got := e.ownerOf("contested"); got != "n_"+e.ns+"."+winner {
+		t.Errorf("owner moved from %s to %s", winner, got)
+	}
+	w, _ := e.client().GetWidget(e.ctx(), "contested")
+	want := map[string]string{"one": "medium", "two": "large"}[winner]
+	if w.Size != want {
+		t.Errorf("widget size %s, want the winner %s's %s: the loser changed it", w.Size, winner, want)
+	}
+	if msg := e.getWidget(loser).GetCondition(xpv2.TypeSynced).Message; !strings.Contains(msg, "already managed by namespaced managed resource "+e.ns+"/"+winner) {
+		t.Errorf("the loser's condition does not name the winner: %s", msg)
+	}
+}
