@@ -48,6 +48,7 @@ var warningReasons = map[string]bool{
 	reasonInvalidFunctionInput: true,
 	reasonInvalidRequest:       true,
 	reasonUnsupportedComposite: true,
+	reasonAdoptionRefused:      true,
 	reasonReconcileError:       true,
 	reasonFailed:               true,
 	reasonUnavailable:          true,

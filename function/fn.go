@@ -88,11 +88,20 @@ func (f *Function) RunFunction(ctx context.Context, req *fnv1.RunFunctionRequest
 	}
 
 	want, err := resolve(s.xr, pol, s.widget)
+	if err == nil {
+		err = checkAdoption(ctx, s.xr, want, s.observed)
+	}
 	if err != nil {
 		return f.refuse(ctx, rsp, log, s, err), nil
 	}
 
 	out, err := compose(ctx, s, pol, want)
+	if err == nil {
+		err = applyOnDelete(out, want, s.observed)
+	}
+	if err == nil {
+		err = applyAdoption(ctx, out, s.xr, want, s.observed)
+	}
 	if err == nil {
 		// Work that ctx cut short returns partial results without an
 		// error. ctx stays done once it is, so this catches all of them.

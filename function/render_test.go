@@ -44,6 +44,7 @@ type renderCase struct {
 func renderCases() map[string]renderCase {
 	ns := func(f string) string { return examples + "/namespaced/" + f }
 	lg := func(f string) string { return examples + "/legacy/" + f }
+	ad := func(f string) string { return "function/testdata/adopt/" + f }
 	return map[string]renderCase{
 		"namespaced-new": {
 			reason: "A new namespaced XWidget gets a namespaced Widget and a connection Secret; keys wait for the widget.",
@@ -60,6 +61,41 @@ func renderCases() map[string]renderCase {
 		"namespaced-policy-violation": {
 			reason: "An XWidget that violates the platform's policy is not composed; the fatal result names each field and what is allowed.",
 			xr:     "function/testdata/xr-policy-violation.yaml", composition: ns("composition.yaml"), xrd: ns("definition.yaml"),
+			wantErr: true,
+		},
+		"namespaced-keep": {
+			reason: "An XWidget kept on delete composes its Widget and WidgetKeys with management policies without Delete.",
+			xr:     "function/testdata/xr-keep.yaml", composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ns("observed-ready.yaml"),
+		},
+		"adopt-review-new": {
+			reason: "An XWidget that adopts a widget first composes an observe-only Widget that names it, without the fields the XR leaves unset, and no keys.",
+			xr:     ad("xr-review.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"),
+		},
+		"adopt-review": {
+			reason: "In review the XWidget reports the provider's review in its Adopted condition and status.adoption; nothing is taken over and no key is composed.",
+			xr:     ad("xr-review.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ad("observed-review.yaml"),
+		},
+		"adopt-manage": {
+			reason: "Switching to Manage after a review that found the widget adoptable gives the Widget full management policies; keys wait for the takeover.",
+			xr:     ad("xr-manage.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ad("observed-review.yaml"),
+		},
+		"adopt-managed": {
+			reason: "Once the widget is taken over the XWidget says so and composes its own keys.",
+			xr:     ad("xr-manage.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ad("observed-managed.yaml"),
+		},
+		"adopt-not-found": {
+			reason: "Adopting a name no widget has is a fatal result on spec.adopt.name.",
+			xr:     ad("xr-review.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ad("observed-not-found.yaml"),
+			wantErr: true,
+		},
+		"adopt-out-of-reach": {
+			reason: "Adopting another namespace's widget is a fatal result on spec.adopt.name that names neither the owner nor its namespace.",
+			xr:     ad("xr-review.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ad("observed-out-of-reach.yaml"),
+			wantErr: true,
+		},
+		"legacy-adopt-owned": {
+			reason: "A claim adopting a widget another resource manages is refused without passing on who, which its cluster-scoped Widget sees.",
+			xr:     ad("xr-legacy.yaml"), composition: lg("composition.yaml"), xrd: lg("definition.yaml"), observed: ad("observed-legacy-owned.yaml"),
 			wantErr: true,
 		},
 		"legacy-new": {

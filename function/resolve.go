@@ -22,6 +22,13 @@ type settings struct {
 
 	// secretName is the connection Secret of a namespaced XR.
 	secretName string
+
+	// onDelete is what deleting the XR does to the widget and its keys;
+	// the zero value is the default, OnDeleteDelete.
+	onDelete OnDelete
+
+	// adopt is the widget the XR adopts, if any.
+	adopt *adoption
 }
 
 // resolve applies the policy's defaults to the XR's spec and checks the
@@ -67,6 +74,9 @@ func resolve(x xwidget, pol policy, w widgetObservation) (settings, error) {
 		s.description = *x.spec.Description
 		errs = append(errs, validateDescription(s.description, spec.Child("description"))...)
 	}
+
+	errs = append(errs, resolveOnDelete(&s, x, spec.Child("onDelete"))...)
+	errs = append(errs, resolveAdopt(&s, x, spec.Child("adopt"))...)
 
 	if x.flavour == FlavourNamespaced {
 		errs = append(errs, resolveSecretName(&s, x, spec.Child("writeConnectionSecretToRef", "name"))...)

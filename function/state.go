@@ -83,6 +83,12 @@ type xwidgetSpec struct {
 	Labels      map[string]string `json:"labels,omitempty"`
 	Description *string           `json:"description,omitempty"`
 
+	// OnDelete is what deleting the XR does to the widget (keep.go).
+	OnDelete *string `json:"onDelete,omitempty"`
+
+	// Adopt names an existing widget to adopt (adopt.go).
+	Adopt *adoptSpec `json:"adopt,omitempty"`
+
 	// WriteConnectionSecretToRef names the connection Secret of a
 	// namespaced XWidget. A legacy XR has a field of the same name that
 	// Crossplane manages; the function ignores it.

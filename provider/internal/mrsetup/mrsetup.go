@@ -219,10 +219,17 @@ func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	if l.succeededUnwritten {
 		annotations = succeededUnwritten{annotations}
 	}
+	policies := o.Features != nil && o.Features.Enabled(feature.EnableBetaManagementPolicies)
+	var fin resource.Finalizer = &deferredFinalizer{Finalizer: finalizer, absent: absent, forget: forget}
+	// Not a layer but behaviour (orphan.go): an orphaned external resource
+	// is released before the finalizer goes.
+	if r, ok := connector.(Releaser[T]); ok {
+		fin = &releasingFinalizer[T]{Finalizer: fin, release: r.Release, policies: policies}
+	}
 	opts := []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[T](connector),
 		managed.WithInitializers(initializer),
-		managed.WithFinalizer(&deferredFinalizer{Finalizer: finalizer, absent: absent, forget: forget}),
+		managed.WithFinalizer(fin),
 		managed.WithCriticalAnnotationUpdater(annotations),
 		managed.WithReferenceResolver(resolver),
 		// Names are chosen before creation, so a crash between the API's
@@ -238,7 +245,7 @@ func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 		managed.WithPollInterval(o.PollInterval),
 		managed.WithPollIntervalHook(PollInterval(d.PollJitter)),
 	}
-	if o.Features != nil && o.Features.Enabled(feature.EnableBetaManagementPolicies) {
+	if policies {
 		opts = append(opts, managed.WithManagementPolicies())
 	}
 	if o.MetricOptions != nil {

@@ -178,6 +178,9 @@ func TestClusterScopedAndOrphan(t *testing.T) {
 	if w, err := e.client().GetWidget(e.ctx(), name); err != nil || w.State == widgetapi.StateDeleting {
 		t.Errorf("deletionPolicy Orphan deleted the widget: %v %+v", err, w)
 	}
+	if got := e.ownerOf(name); got != "" {
+		t.Errorf("deletionPolicy Orphan left the ownership marker %q: another resource could not adopt the widget", got)
+	}
 }
 
 // TestOrphanNamespacedByManagementPolicies: without the Delete action the

@@ -420,8 +420,41 @@ func testImportReview[T commonv1beta1.WidgetResource](t *testing.T, newMG func()
 		reason string
 		seed   *seed
 		mods   []mod
-		want   xpv2.Condition
+		// namespaced runs the case for namespaced resources only.
+		namespaced bool
+		wantErr    bool
+		want       xpv2.Condition
 	}{
+		"NotFound": {
+			reason: "Reviewing a name that no widget has says so, so that a composition function can reject the adoption.",
+			mods:   []mod{explicitName("missing"), observeOnlyPolicy()},
+			want: xpv2.Condition{Type: TypeUpToDate, Status: corev1.ConditionFalse, Reason: ReasonNotFound,
+				Message: "Widget missing does not exist in the Widget API: there is nothing to review or take over. Check the external name."},
+		},
+		"ManagedByAnother": {
+			reason: "Reviewing a widget another resource manages says that a takeover would be refused, not what it would change.",
+			seed:   fullSeed("n_team-a.other"),
+			mods:   []mod{explicitName("shared"), withSpec(full), observeOnlyPolicy()},
+			want: xpv2.Condition{Type: TypeUpToDate, Status: corev1.ConditionFalse, Reason: ReasonManagedByAnother,
+				Message: "Switching to full management would be refused: widget shared is already managed by namespaced managed resource team-a/other (label widgetco.io/owner=n_team-a.other)."},
+		},
+		"TakeOverRaced": {
+			reason:  "A takeover that finds the widget managed by another resource (it was adopted between review and takeover) replaces the review with the refusal.",
+			seed:    fullSeed("n_team-a.other"),
+			mods:    []mod{explicitName("shared"), withSpec(full), reviewed},
+			wantErr: true,
+			want: xpv2.Condition{Type: TypeUpToDate, Status: corev1.ConditionFalse, Reason: ReasonManagedByAnother,
+				Message: "Switching to full management would be refused: widget shared is already managed by namespaced managed resource team-a/other (label widgetco.io/owner=n_team-a.other)."},
+		},
+		"OutOfReach": {
+			reason:     "Reviewing another namespace's widget says only that it is out of reach: neither the owner nor its namespace.",
+			seed:       fullSeed("n_team-b.web"),
+			mods:       []mod{explicitName("victim"), observeOnlyPolicy()},
+			namespaced: true,
+			wantErr:    true,
+			want: xpv2.Condition{Type: TypeUpToDate, Status: corev1.ConditionFalse, Reason: ReasonOutOfReach,
+				Message: "Widget victim is managed by a resource outside namespace team-a: it can be neither reviewed nor taken over from here."},
+		},
 		"ImportUnowned": {
 			reason: "Taking over an unowned widget adds the ownership labels, even when the spec matches: the review says so.",
 			seed:   fullSeed(""),
@@ -476,11 +509,16 @@ func testImportReview[T commonv1beta1.WidgetResource](t *testing.T, newMG func()
 			for _, m := range tc.mods {
 				m(mg)
 			}
+			if tc.namespaced && mg.GetNamespace() == "" {
+				t.Skip("namespaced resources only")
+			}
 			owner := names.Owner(mg)
-			tc.seed.create(t, api, meta.GetExternalName(mg), owner)
+			if tc.seed != nil {
+				tc.seed.create(t, api, meta.GetExternalName(mg), owner)
+			}
 			e := &external[T]{api: api, record: event.NewNopRecorder(), metrics: metrics.New(), kind: "Widget"}
-			if _, err := e.Observe(t.Context(), mg); err != nil {
-				t.Fatalf("%s\nObserve(...): %v", tc.reason, err)
+			if _, err := e.Observe(t.Context(), mg); (err != nil) != tc.wantErr {
+				t.Fatalf("%s\nObserve(...): want error %t, got %v", tc.reason, tc.wantErr, err)
 			}
 			want := tc.want
 			want.Message = fill(want.Message, owner)

@@ -44,21 +44,18 @@ const (
 	ReasonResizing      xpv2.ConditionReason = "Resizing"
 )
 
-// TypeUpToDate is the condition of a Widget imported with management policy
-// Observe that says whether taking it over (policies ["*"]) would change the
-// widget, and how: the review of an import before the takeover.
-const TypeUpToDate xpv2.ConditionType = "UpToDate"
+// TypeUpToDate is the import review condition (see commonv1beta1, where its
+// reasons are a contract with composition functions).
+const TypeUpToDate = commonv1beta1.TypeUpToDate
 
 // Reasons of the UpToDate condition.
 const (
-	// ReasonWouldChange: under full management the provider would change
-	// the widget; the message lists each field.
-	ReasonWouldChange xpv2.ConditionReason = "WouldChange"
-	// ReasonNoDifference: the widget matches the spec.
-	ReasonNoDifference xpv2.ConditionReason = "NoDifference"
-	// ReasonManaged: the resource is no longer observe-only; the provider
-	// applies the spec and repairs drift.
-	ReasonManaged xpv2.ConditionReason = "Managed"
+	ReasonWouldChange      = commonv1beta1.ReasonWouldChange
+	ReasonNoDifference     = commonv1beta1.ReasonNoDifference
+	ReasonManaged          = commonv1beta1.ReasonManaged
+	ReasonNotFound         = commonv1beta1.ReasonNotFound
+	ReasonOutOfReach       = commonv1beta1.ReasonOutOfReach
+	ReasonManagedByAnother = commonv1beta1.ReasonManagedByAnother
 )
 
 // connector connects a Widget of scope T to the Widget API.
@@ -109,6 +106,9 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	}
 	w, err := e.api.GetWidget(ctx, name)
 	if widgetapi.IsNotFound(err) {
+		if reviewing(mg) && !meta.WasDeleted(mg) {
+			mg.SetConditions(refusedReview(ReasonNotFound, fmt.Sprintf("Widget %s does not exist in the Widget API: there is nothing to review or take over. Check the external name.", name)))
+		}
 		return managed.ExternalObservation{}, nil
 	}
 	if err != nil {
@@ -130,10 +130,16 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		// Another tenant's widget: not even observed. Nothing of it may
 		// reach this resource's status, not even who owns it.
 		mg.SetWidgetObservation(commonv1beta1.WidgetObservation{})
+		if reviewing(mg) {
+			mg.SetConditions(refusedReview(ReasonOutOfReach, fmt.Sprintf("Widget %s is managed by a resource outside namespace %s: it can be neither reviewed nor taken over from here.", name, mg.GetNamespace())))
+		}
 		return managed.ExternalObservation{}, errors.Errorf("widget %s is managed by a resource outside namespace %s, and a namespaced Widget can manage or observe only widgets that no resource manages or that a resource in its own namespace manages: choose another external name, or ask your platform team to give this namespace its own ProviderConfig and Widget API project", name, mg.GetNamespace())
 	}
 	if owner != "" && owner != me && !observeOnly(mg) {
-		return managed.ExternalObservation{}, errors.Errorf("widget %s is already managed by %s (label %s=%s); one widget can have only one managing resource: choose another external name, or delete or orphan that resource first", name, names.DescribeOwner(owner), names.OwnerLabel, owner)
+		if reviewing(mg) {
+			mg.SetConditions(managedByAnother(name, owner))
+		}
+		return managed.ExternalObservation{}, errors.Errorf("widget %s is already managed by %s (label %s=%s); one widget can have only one managing resource: choose another external name, or delete that resource (to keep the widget, leave Delete out of its management policies or set deletionPolicy Orphan: the provider then removes the label, and this resource can adopt the widget); if that resource no longer exists, the label was left by a provider version that did not remove it: remove the label from the widget in the Widget API", name, names.DescribeOwner(owner), names.OwnerLabel, owner)
 	}
 	if e.adopting && names.Defaulted(mg) && !observeOnly(mg) {
 		return managed.ExternalObservation{}, errors.Errorf("a widget named %s already exists and no managed resource owns it; to adopt it, set the annotation %s: %s explicitly (or choose another name)", name, meta.AnnotationKeyExternalName, name)
@@ -161,6 +167,8 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	o.ResourceUpToDate = d.empty()
 	o.Diff = d.String()
 	switch {
+	case observeOnly(mg) && owner != "" && owner != me:
+		mg.SetConditions(managedByAnother(name, owner))
 	case observeOnly(mg):
 		mg.SetConditions(importReview(d))
 	case mg.GetCondition(TypeUpToDate).Status != corev1.ConditionUnknown:
@@ -199,6 +207,30 @@ func unborn(mg commonv1beta1.WidgetResource) bool {
 func fullyManaged(mg commonv1beta1.WidgetResource) bool {
 	p := mg.GetManagementPolicies()
 	return len(p) == 0 || len(p) == 1 && p[0] == xpv2.ManagementActionAll
+}
+
+// reviewing reports whether mg carries the import review: it is
+// observe-only, or it was and has been switched to a takeover.
+func reviewing(mg commonv1beta1.WidgetResource) bool {
+	return observeOnly(mg) || mg.GetCondition(TypeUpToDate).Status != corev1.ConditionUnknown
+}
+
+// refusedReview is the UpToDate condition of a review that found nothing
+// to take over: the widget is gone, or out of this resource's reach.
+func refusedReview(reason xpv2.ConditionReason, msg string) xpv2.Condition {
+	return xpv2.Condition{
+		Type:               TypeUpToDate,
+		Status:             corev1.ConditionFalse,
+		Reason:             reason,
+		Message:            msg,
+		LastTransitionTime: metav1.Now(),
+	}
+}
+
+// managedByAnother is the UpToDate condition of a review of a widget that
+// another resource this one may see manages: a takeover would be refused.
+func managedByAnother(name, owner string) xpv2.Condition {
+	return refusedReview(ReasonManagedByAnother, fmt.Sprintf("Switching to full management would be refused: widget %s is already managed by %s (label %s=%s).", name, names.DescribeOwner(owner), names.OwnerLabel, owner))
 }
 
 // importReview is the UpToDate condition of an observe-only Widget: whether

@@ -1,0 +1,69 @@
+package widget
+
+import (
+	"context"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+
+	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/widgetapi"
+)
+
+// ReasonReleased is the event of a Widget deleted without its widget (an
+// orphan) that removed its ownership marker from the widget.
+const ReasonReleased event.Reason = "ReleasedWidget"
+
+// Release removes this resource's ownership markers from its widget when the
+// resource is deleted and its policies keep the widget (see
+// mrsetup.Releaser): the orphaned widget is then unowned, and any resource
+// the tenancy rules allow may adopt it (with an explicit external name).
+func (c *connector[T]) Release(ctx context.Context, mg T) error {
+	name := meta.GetExternalName(mg)
+	if name == "" || !names.ValidWidgetName(name) {
+		return nil
+	}
+	s, err := c.sessions.Open(ctx, mg, c.delay, c.feedKind, name)
+	if err != nil {
+		return err
+	}
+	e := &external[T]{api: s, record: c.record, metrics: c.metrics, kind: c.kind}
+	return e.release(ctx, mg)
+}
+
+// release removes mg's ownership markers from its widget, and nothing else.
+// A widget that is gone, being deleted, or carries another owner's marker
+// (or none) is left alone: a resource releases only what it owns. The write
+// is conditional on the generation it read, so a resource that adopts the
+// widget between the read and the write is never stripped of its marker:
+// the write fails, and the retry reads the new owner and leaves it.
+func (e *external[T]) release(ctx context.Context, mg T) error {
+	name := meta.GetExternalName(mg)
+	w, err := e.api.GetWidget(ctx, name)
+	if widgetapi.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return errors.Wrap(err, "cannot get widget")
+	}
+	if w.Labels[names.OwnerLabel] != names.Owner(mg) || w.State == widgetapi.StateDeleting {
+		return nil
+	}
+	_, err = e.api.ReplaceWidget(ctx, name, widgetapi.ReplaceWidgetRequest{
+		Size:        w.Size,
+		Labels:      userLabels(w.Labels),
+		Description: w.Description,
+	}, widgetapi.IfGeneration(w.Generation))
+	if widgetapi.IsPreconditionFailed(err) {
+		return errors.Errorf("widget %s changed while its ownership marker was being removed; reading it again", name)
+	}
+	if widgetapi.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return errors.Wrap(err, "cannot remove the ownership marker from widget")
+	}
+	e.record.Event(mg, event.Normal(ReasonReleased, "Left widget "+name+" in the Widget API and removed its ownership marker: another resource may now adopt it"))
+	return nil
+}
