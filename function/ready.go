@@ -2,10 +2,10 @@ package main
 
 import (
 	"github.com/crossplane/function-sdk-go/resource"
-
-	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"google.golang.org/protobuf/types/known/durationpb"
 	corev1 "k8s.io/api/core/v1"
+
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 )
 
 // isReady reports whether the widget is usable: the provider reports its
