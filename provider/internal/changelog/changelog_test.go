@@ -246,3 +246,24 @@ func TestEntries(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestStockLoggerWaits pins the assumption Queue exists for: crossplane-
+// runtime's GRPCChangeLogger, sending straight to a sidecar that hangs,
+// holds the reconcile until its send timeout (10s by default). If an
+// upgrade makes it return at once, the Queue may no longer be needed.
+func TestStockLoggerWaits(t *testing.T) {
+	s := &sidecar{hang: true}
+	conn, err := Dial(serve(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	const timeout = 300 * time.Millisecond
+	l := managed.NewGRPCChangeLogger(v1alpha1.NewChangeLogServiceClient(conn), managed.WithSendTimeout(timeout))
+	begin := time.Now()
+	err = l.Log(context.Background(), widget("web"), v1alpha1.OperationType_OPERATION_TYPE_CREATE, nil, nil)
+	took := time.Since(begin)
+	if err == nil || took < timeout {
+		t.Errorf("The stock change logger returned after %s (error %v) with the sidecar hanging; want it to wait the send timeout %s and fail", took, err, timeout)
+	}
+}
