@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	namespacedv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
+	"github.com/widgetco/crossplane-widget/test/harness"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 	"github.com/widgetco/crossplane-widget/test/lib/prom"
 	"github.com/widgetco/crossplane-widget/widgetapi"
@@ -243,18 +245,131 @@ func (s *scenario) changeLog() ([]changeLogEntry, error) {
 // logChangeLogMetrics logs the leader's change log counters.
 func (s *scenario) logChangeLogMetrics() {
 	p := s.leader()
-	addr, err := p.Forward(platform.MetricsPort)
-	if err != nil {
-		s.t.Fatal(err)
-	}
+	sent, dropped := s.changeLogCounters(p, s.metricsAddr(p))
+	s.t.Logf("MEASURED change log entries of the leader %s so far (all scenarios): %.0f sent, dropped by reason %v", p.Name(), sent, dropped)
+}
+
+// changeLogCounters returns a provider pod's counts of change log entries
+// sent and dropped (by reason), from its metrics at addr (see metricsAddr).
+func (s *scenario) changeLogCounters(p *harness.Pod, addr string) (sent float64, dropped map[string]float64) {
+	s.t.Helper()
 	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
 	defer cancel()
 	ss, err := prom.Scrape(ctx, &http.Client{Timeout: 10 * time.Second}, "http://"+addr+"/metrics")
 	if err != nil {
 		s.t.Fatalf("cannot scrape pod %s's metrics: %v", p.Name(), err)
 	}
-	s.t.Logf("MEASURED change log entries of the leader %s so far (all scenarios): %.0f sent, dropped by reason %v",
-		p.Name(), ss.Sum("widget_changelog_entries_sent_total", nil), ss.Of("widget_changelog_entries_dropped_total").By("reason"))
+	return ss.Sum("widget_changelog_entries_sent_total", nil), ss.Of("widget_changelog_entries_dropped_total").By("reason")
+}
+
+// metricsAddr returns a loopback address forwarded to p's metrics port.
+func (s *scenario) metricsAddr(p *harness.Pod) string {
+	s.t.Helper()
+	addr, err := p.Forward(platform.MetricsPort)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return addr
+}
+
+// stuckWidgets is how many Widgets TestChangeLogsStuckSidecar creates with
+// the sidecar working, and again with it stuck.
+const stuckWidgets = 10
+
+// TestChangeLogsStuckSidecar stops (SIGSTOP) the change logs sidecar of
+// every provider pod: it still takes connections but answers nothing, like
+// a hung sidecar. Widgets created meanwhile go Ready as they do with a
+// working sidecar; entries the sidecar does not take within the send
+// timeout are dropped and counted; once it runs again, it gets the entries
+// queued meanwhile. It runs alone: it stops the sidecar for everyone.
+func TestChangeLogsStuckSidecar(t *testing.T) {
+	s := newScenario(t, false)
+	leader := s.leader()
+	addr := s.metricsAddr(leader)
+	_, before := s.changeLogCounters(leader, addr)
+	fine := s.readyWidgets("fine", stuckWidgets)
+
+	pods := suite.p.Provider.Pods()
+	pids := make([]int, 0, len(pods))
+	for _, p := range pods {
+		pid := p.ContainerPID(platform.ChangeLogsSidecar)
+		if pid == 0 {
+			t.Fatalf("pod %s runs no %s container", p.Name(), platform.ChangeLogsSidecar)
+		}
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pid)
+	}
+	resume := func() {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume)
+	stuck := s.readyWidgets("stuck", stuckWidgets)
+	t.Logf("MEASURED %d new Widgets to all Ready: %s with the change logs sidecar working, %s with it stuck (SIGSTOP)", stuckWidgets, fine.Round(time.Millisecond), stuck.Round(time.Millisecond))
+
+	var dropped map[string]float64
+	s.eventually("an entry dropped after the send timeout", func() error {
+		_, dropped = s.changeLogCounters(leader, addr)
+		if dropped["send_failed"] <= before["send_failed"] {
+			return errors.Errorf("no entry dropped yet (dropped by reason: %v)", dropped)
+		}
+		return nil
+	})
+	if dropped["queue_full"] != before["queue_full"] {
+		t.Errorf("%.0f entries dropped because the queue was full; %d changes fit in it", dropped["queue_full"]-before["queue_full"], stuckWidgets)
+	}
+	resume()
+	lost := dropped["send_failed"] - before["send_failed"]
+	s.eventually("the entries queued while the sidecar was stuck reach it once it runs", func() error {
+		entries, err := s.changeLog()
+		if err != nil {
+			return err
+		}
+		created := 0
+		for _, e := range entries {
+			if e.Operation == "OPERATION_TYPE_CREATE" && e.ErrorMessage == nil && strings.HasPrefix(e.Name, "stuck-") {
+				created++
+			}
+		}
+		if float64(created)+lost < stuckWidgets {
+			return errors.Errorf("%d create entries of the %d Widgets created while the sidecar was stuck, and %.0f entries dropped", created, stuckWidgets, lost)
+		}
+		t.Logf("MEASURED while the sidecar was stuck: %d of %d creates reached it once it ran again, %.0f entries dropped after the send timeout", created, stuckWidgets, lost)
+		return nil
+	})
+}
+
+// readyWidgets creates n Widgets named prefix-<i> and returns how long they
+// took to all be Ready.
+func (s *scenario) readyWidgets(prefix string, n int) time.Duration {
+	s.t.Helper()
+	ws := make([]*namespacedv1beta1.Widget, 0, n)
+	for i := range n {
+		ws = append(ws, &namespacedv1beta1.Widget{
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: fmt.Sprintf("%s-%d", prefix, i)},
+			Spec: namespacedv1beta1.WidgetSpec{
+				ManagedResourceSpec: defaultMRSpec(""),
+				ForProvider:         commonv1beta1.WidgetParameters{Size: ptr.To(widgetapi.SizeSmall), Labels: map[string]string{labelScenario: s.ns}},
+				InitProvider:        commonv1beta1.WidgetInitParameters{Region: ptr.To("us-east-1")},
+			},
+		})
+	}
+	begin := time.Now()
+	for _, w := range ws {
+		s.create(w)
+	}
+	s.eventually(fmt.Sprintf("%d Widgets %s-* Ready", n, prefix), func() error {
+		for _, w := range ws {
+			if err := s.managedReady(w); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return time.Since(begin)
 }
 
 // nested returns the string at path in m, or "".

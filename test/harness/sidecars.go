@@ -133,3 +133,22 @@ func (h *Harness) ContainerLogs(name string) ([]string, error) {
 	files, err := filepath.Glob(filepath.Join(h.dir, "logs", "pod-*-"+name+".log"))
 	return files, errors.Wrapf(err, "cannot list the logs of containers named %s", name)
 }
+
+// ContainerPID is the process ID of the pod's container named name (the
+// first container's or a sidecar's), or 0 when it is not running. Tests
+// signal it, e.g. SIGSTOP to make a sidecar hang.
+func (p *Pod) ContainerPID(name string) int {
+	var pr *proc.Process
+	if len(p.p.spec.Containers) > 0 && p.p.spec.Containers[0].Name == name {
+		pr = p.p.process()
+	}
+	for _, s := range p.p.sidecars {
+		if s.c.Name == name {
+			pr = s.process()
+		}
+	}
+	if pr == nil {
+		return 0
+	}
+	return pr.PID()
+}
