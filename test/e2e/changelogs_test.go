@@ -252,6 +252,13 @@ func (s *scenario) logChangeLogMetrics() {
 // changeLogCounters returns a provider pod's counts of change log entries
 // sent and dropped (by reason), from its metrics at addr (see metricsAddr).
 func (s *scenario) changeLogCounters(p *harness.Pod, addr string) (sent float64, dropped map[string]float64) {
+	ss := s.scrape(p, addr)
+	return ss.Sum("widget_changelog_entries_sent_total", nil), ss.Of("widget_changelog_entries_dropped_total").By("reason")
+}
+
+// scrape returns a provider pod's metrics, served at addr (see
+// metricsAddr).
+func (s *scenario) scrape(p *harness.Pod, addr string) prom.Samples {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
 	defer cancel()
@@ -259,7 +266,7 @@ func (s *scenario) changeLogCounters(p *harness.Pod, addr string) (sent float64,
 	if err != nil {
 		s.t.Fatalf("cannot scrape pod %s's metrics: %v", p.Name(), err)
 	}
-	return ss.Sum("widget_changelog_entries_sent_total", nil), ss.Of("widget_changelog_entries_dropped_total").By("reason")
+	return ss
 }
 
 // metricsAddr returns a loopback address forwarded to p's metrics port.
@@ -287,7 +294,14 @@ func TestChangeLogsStuckSidecar(t *testing.T) {
 	leader := s.leader()
 	addr := s.metricsAddr(leader)
 	_, before := s.changeLogCounters(leader, addr)
+	// Reconciles the provider put off for its cache, and gave up waiting
+	// for (5 s): the other way a Widget's Ready is late.
+	expired := func() float64 {
+		return s.scrape(leader, addr).Sum("widget_stale_cache_waits_total", map[string]string{"outcome": "expired"})
+	}
+	e0 := expired()
 	fine := s.readyWidgets("fine", stuckWidgets)
+	e1 := expired()
 
 	pods := suite.p.Provider.Pods()
 	pids := make([]int, 0, len(pods))
@@ -308,7 +322,8 @@ func TestChangeLogsStuckSidecar(t *testing.T) {
 	}
 	t.Cleanup(resume)
 	stuck := s.readyWidgets("stuck", stuckWidgets)
-	t.Logf("MEASURED %d new Widgets to all Ready: %s with the change logs sidecar working, %s with it stuck (SIGSTOP)", stuckWidgets, fine.Round(time.Millisecond), stuck.Round(time.Millisecond))
+	t.Logf("MEASURED %d new Widgets to all Ready: %s with the change logs sidecar working, %s with it stuck (SIGSTOP); stale-cache waits that expired meanwhile: %.0f and %.0f",
+		stuckWidgets, fine.Round(time.Millisecond), stuck.Round(time.Millisecond), e1-e0, expired()-e1)
 
 	var dropped map[string]float64
 	s.eventually("an entry dropped after the send timeout", func() error {
@@ -340,6 +355,51 @@ func TestChangeLogsStuckSidecar(t *testing.T) {
 		t.Logf("MEASURED while the sidecar was stuck: %d of %d creates reached it once it ran again, %.0f entries dropped after the send timeout", created, stuckWidgets, lost)
 		return nil
 	})
+}
+
+// TestChangeLogsSidecarRestart kills (SIGKILL) the leader's change logs
+// sidecar, as an out-of-memory kill would: the node restarts it, it listens
+// on the shared volume again, and the provider's next entries reach it. It
+// runs alone: entries are dropped while the sidecar is away.
+func TestChangeLogsSidecarRestart(t *testing.T) {
+	s := newScenario(t, false)
+	leader := s.leader()
+	addr := s.metricsAddr(leader)
+	old := leader.ContainerPID(platform.ChangeLogsSidecar)
+	if old == 0 {
+		t.Fatalf("pod %s runs no %s container", leader.Name(), platform.ChangeLogsSidecar)
+	}
+	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	restarted := s.eventually("the node restarts the sidecar", func() error {
+		if pid := leader.ContainerPID(platform.ChangeLogsSidecar); pid == 0 || pid == old {
+			return errors.Errorf("the sidecar of %s is not running again yet", leader.Name())
+		}
+		return nil
+	})
+	_, before := s.changeLogCounters(leader, addr)
+	s.readyWidgets("restarted", 3)
+	took := s.eventually("the creates reach the restarted sidecar", func() error {
+		entries, err := s.changeLog()
+		if err != nil {
+			return err
+		}
+		created := 0
+		for _, e := range entries {
+			if e.Operation == "OPERATION_TYPE_CREATE" && e.ErrorMessage == nil && strings.HasPrefix(e.Name, "restarted-") {
+				created++
+			}
+		}
+		if created != 3 {
+			_, dropped := s.changeLogCounters(leader, addr)
+			return errors.Errorf("%d of 3 create entries in the sidecars' logs (dropped since the sidecar restarted, by reason: before %v, now %v)", created, before, dropped)
+		}
+		return nil
+	})
+	_, after := s.changeLogCounters(leader, addr)
+	t.Logf("MEASURED sidecar killed: running again after %s; the 3 creates after that reached it %s after the Widgets were Ready; entries dropped meanwhile by reason: before the restart %v, after %v",
+		restarted.Round(time.Millisecond), took.Round(time.Millisecond), before, after)
 }
 
 // readyWidgets creates n Widgets named prefix-<i> and returns how long they
