@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"time"
@@ -35,7 +36,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -269,18 +269,27 @@ func changeLogs(mgr ctrl.Manager, socket string, m *widgetmetrics.Metrics, log l
 	q := changelog.NewQueue(v1alpha1.NewChangeLogServiceClient(conn),
 		changelog.WithLogger(log.WithValues("component", "change-logs")),
 		changelog.WithObserver(m.ChangeLogSent.Inc, func(reason string) { m.ChangeLogDropped.WithLabelValues(reason).Inc() }))
-	if err := mgr.Add(q); err != nil {
+	if err := mgr.Add(changeLogSender{q: q, conn: conn}); err != nil {
 		return nil, fmt.Errorf("cannot add the change log sender: %w", err)
-	}
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		<-ctx.Done()
-		return conn.Close()
-	})); err != nil {
-		return nil, fmt.Errorf("cannot add the change log connection: %w", err)
 	}
 	log.Info("Change logs enabled", "socket", socket)
 	return changelog.NewLogger(q, "provider-widget:"+version), nil
 }
+
+// changeLogSender runs the queue's sender on every replica, and closes the
+// connection to the sidecar once the sender has sent what it could.
+type changeLogSender struct {
+	q    *changelog.Queue
+	conn io.Closer
+}
+
+func (s changeLogSender) Start(ctx context.Context) error {
+	err := s.q.Start(ctx)
+	_ = s.conn.Close()
+	return err
+}
+
+func (s changeLogSender) NeedLeaderElection() bool { return s.q.NeedLeaderElection() }
 
 // webhookServer serves the conversion webhook over TLS 1.3 with the
 // certificate Crossplane's package runtime provides, with bounded

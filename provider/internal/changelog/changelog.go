@@ -135,14 +135,34 @@ func (q *Queue) SendChangeLog(_ context.Context, req *v1alpha1.SendChangeLogRequ
 }
 
 // Start sends queued entries to the sidecar, one at a time, until ctx is
-// done. Entries still queued then are dropped.
+// done. Then it sends what is still queued, for at most the send timeout in
+// all (a provider that stops records its last changes), and drops the rest:
+// stopping takes at most two send timeouts.
 func (q *Queue) Start(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			q.flush()
 			return nil
 		case req := <-q.entries:
+			// Not ctx: an entry taken when the provider starts stopping
+			// is sent like the ones flush sends.
+			q.send(context.Background(), req)
+		}
+	}
+}
+
+// flush sends the queued entries within one send timeout; those it cannot
+// send in that time are dropped.
+func (q *Queue) flush() {
+	ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
+	defer cancel()
+	for {
+		select {
+		case req := <-q.entries:
 			q.send(ctx, req)
+		default:
+			return
 		}
 	}
 }
@@ -150,6 +170,8 @@ func (q *Queue) Start(ctx context.Context) error {
 // NeedLeaderElection is false: every replica that reconciles must send.
 func (q *Queue) NeedLeaderElection() bool { return false }
 
+// send sends one entry, waiting at most the send timeout, or until ctx is
+// done.
 func (q *Queue) send(ctx context.Context, req *v1alpha1.SendChangeLogRequest) {
 	sctx, cancel := context.WithTimeout(ctx, q.timeout)
 	defer cancel()

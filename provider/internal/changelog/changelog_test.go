@@ -28,7 +28,11 @@ type sidecar struct {
 	// arrived gets a value for every entry received.
 	arrived chan struct{}
 	release chan struct{}
+	once    sync.Once
 }
+
+// unblock makes a hanging sidecar answer.
+func (s *sidecar) unblock() { s.once.Do(func() { close(s.release) }) }
 
 func (s *sidecar) SendChangeLog(ctx context.Context, req *v1alpha1.SendChangeLogRequest) (*v1alpha1.SendChangeLogResponse, error) {
 	s.mu.Lock()
@@ -60,7 +64,7 @@ func serve(t *testing.T, s *sidecar) string {
 	v1alpha1.RegisterChangeLogServiceServer(srv, s)
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() {
-		close(s.release)
+		s.unblock()
 		srv.Stop()
 	})
 	return path
@@ -157,6 +161,9 @@ func TestHangingSidecar(t *testing.T) {
 	// for the whole test.
 	q := NewQueue(v1alpha1.NewChangeLogServiceClient(conn), WithQueueSize(4), WithSendTimeout(time.Hour), c.observe())
 	start(t, q)
+	// Cleanups run last first: the sidecar answers before the sender,
+	// stopping, sends what is queued.
+	t.Cleanup(s.unblock)
 	l := NewLogger(q, "provider-widget:test")
 
 	// The first entry reaches the sidecar, which never answers.
@@ -265,5 +272,51 @@ func TestStockLoggerWaits(t *testing.T) {
 	took := time.Since(begin)
 	if err == nil || took < timeout {
 		t.Errorf("The stock change logger returned after %s (error %v) with the sidecar hanging; want it to wait the send timeout %s and fail", took, err, timeout)
+	}
+}
+
+func TestFlushOnStop(t *testing.T) {
+	s := &sidecar{}
+	conn, err := Dial(serve(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	c := &counts{}
+	q := NewQueue(v1alpha1.NewChangeLogServiceClient(conn), c.observe())
+	l := NewLogger(q, "provider-widget:test")
+	// Queued before the sender starts, and the provider stops at once: the
+	// sender sends them on its way out.
+	logAll(t, l, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sent, dropped := c.get()
+	if sent != 3 || len(dropped) != 0 {
+		t.Errorf("A stopping provider sends what is queued: sent %d, dropped %v; want 3 sent, none dropped", sent, dropped)
+	}
+}
+
+func TestFlushIsBounded(t *testing.T) {
+	s := &sidecar{hang: true}
+	conn, err := Dial(serve(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	c := &counts{}
+	q := NewQueue(v1alpha1.NewChangeLogServiceClient(conn), WithSendTimeout(100*time.Millisecond), c.observe())
+	logAll(t, NewLogger(q, "provider-widget:test"), 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// With the sidecar hanging, stopping takes one send timeout, not one
+	// per entry, and every entry is counted.
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if sent, dropped := c.get(); sent != 0 || dropped[DroppedSendFailed] != 3 {
+		t.Errorf("A stopping provider with a hung sidecar drops what it cannot send in one timeout: sent %d, dropped %v; want 0 sent, 3 send_failed", sent, dropped)
 	}
 }
