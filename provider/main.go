@@ -3,13 +3,16 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/crossplane/crossplane-runtime/v2/apis/changelogs/proto/v1alpha1"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/gate"
@@ -38,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/widgetco/crossplane-widget/apis"
+	"github.com/widgetco/crossplane-widget/provider/internal/changelog"
 	"github.com/widgetco/crossplane-widget/provider/internal/clients"
 	widgetcontroller "github.com/widgetco/crossplane-widget/provider/internal/controller"
 	"github.com/widgetco/crossplane-widget/provider/internal/conversionwebhook"
@@ -82,7 +86,9 @@ type cli struct {
 	HealthProbeBindAddress string `default:":8081" help:"Address of /healthz and /readyz ('0' disables them)."`
 	PprofBindAddress       string `default:"0" help:"Address of Go's /debug/pprof endpoints, for profiling memory and CPU ('0', the default, disables them; never expose them outside the pod)."`
 
-	TokenFileDir string `default:"/var/run/secrets/widgetco.io" help:"The only directory a cluster-scoped ProviderConfig or ClusterProviderConfig with credentials source Filesystem may name a token file in (e.g. a projected ServiceAccount token for the Widget API's audience). Files elsewhere, such as the provider's own Kubernetes token, are refused."`
+	TokenFileDir     string `default:"/var/run/secrets/widgetco.io" help:"The only directory a cluster-scoped ProviderConfig or ClusterProviderConfig with credentials source Filesystem may name a token file in (e.g. a projected ServiceAccount token for the Widget API's audience). Files elsewhere, such as the provider's own Kubernetes token, are refused."`
+	EnableChangeLogs bool   `name:"enable-changelogs" env:"ENABLE_CHANGELOGS" help:"Send an entry for every create, update and delete of a widget or key (the resource before the change, the operation, the drift repaired) to the change logs sidecar (alpha; see docs/runtime.md#change-logs). A missing or slow sidecar never holds up a reconcile: entries are dropped and counted."`
+	ChangeLogsSocket string `name:"changelogs-socket" default:"${changelogs_socket}" help:"Unix socket of the change logs sidecar, on a volume shared with it."`
 
 	APIRetries int `default:"4" help:"Attempts per idempotent Widget API request (retried on 5xx and transport errors, with backoff)."`
 
@@ -99,7 +105,7 @@ func main() {
 		kong.Name("provider-widget"),
 		kong.Description("A Crossplane provider that manages Widgets in the Widget API: Widget and WidgetKey managed resources (namespaced widget.m.widgetco.io and cluster-scoped widget.widgetco.io), ProviderConfigs with tokens from Secrets, adoption of existing widgets, drift repair driven by the API's change feed."),
 		kong.UsageOnError(),
-		kong.Vars{"version": version})
+		kong.Vars{"version": version, "changelogs_socket": changelog.DefaultSocket})
 	kctx.FatalIfErrorf(run(c))
 }
 
@@ -181,6 +187,13 @@ func run(c *cli) error {
 	if c.EnableManagementPolicies {
 		o.Features.Enable(feature.EnableBetaManagementPolicies)
 	}
+	if c.EnableChangeLogs {
+		cl, err := changeLogs(mgr, c.ChangeLogsSocket, own, log)
+		if err != nil {
+			return err
+		}
+		o.ChangeLogOptions = &controller.ChangeLogOptions{ChangeLogger: cl}
+	}
 	if c.SafeStart {
 		o.Gate = new(gate.Gate[schema.GroupVersionKind])
 		if err := customresourcesgate.Setup(mgr, o); err != nil {
@@ -246,6 +259,39 @@ func run(c *cli) error {
 	log.Info("Starting provider-widget", "version", version, "poll-interval", c.PollInterval.String(), "change-feed", c.ChangeFeed, "max-reconcile-rate", c.MaxReconcileRate)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
+
+// changeLogs returns the managed reconcilers' change logger, which queues
+// entries for the sidecar at socket; the manager runs the queue's sender
+// and closes the connection when it stops.
+func changeLogs(mgr ctrl.Manager, socket string, m *widgetmetrics.Metrics, log logging.Logger) (managed.ChangeLogger, error) {
+	conn, err := changelog.Dial(socket)
+	if err != nil {
+		return nil, err
+	}
+	q := changelog.NewQueue(v1alpha1.NewChangeLogServiceClient(conn),
+		changelog.WithLogger(log.WithValues("component", "change-logs")),
+		changelog.WithObserver(m.ChangeLogSent.Inc, func(reason string) { m.ChangeLogDropped.WithLabelValues(reason).Inc() }))
+	if err := mgr.Add(changeLogSender{q: q, conn: conn}); err != nil {
+		return nil, fmt.Errorf("cannot add the change log sender: %w", err)
+	}
+	log.Info("Change logs enabled", "socket", socket)
+	return changelog.NewLogger(q, "provider-widget:"+version), nil
+}
+
+// changeLogSender runs the queue's sender on every replica, and closes the
+// connection to the sidecar once the sender has sent what it could.
+type changeLogSender struct {
+	q    *changelog.Queue
+	conn io.Closer
+}
+
+func (s changeLogSender) Start(ctx context.Context) error {
+	err := s.q.Start(ctx)
+	_ = s.conn.Close()
+	return err
+}
+
+func (s changeLogSender) NeedLeaderElection() bool { return s.q.NeedLeaderElection() }
 
 // webhookServer serves the conversion webhook over TLS 1.3 with the
 // certificate Crossplane's package runtime provides, with bounded

@@ -187,7 +187,11 @@ func run(m *testing.M) int {
 		// wait for a standby to take over.
 		ProviderArgs: []string{"--debug", "--lease-duration=15s", "--renew-deadline=10s"},
 		FunctionArgs: []string{"--debug"},
-		Log:          log,
+		// Every scenario runs with change logs on, so that the canary
+		// check covers the change logs sidecar's log of all of them
+		// (TestChangeLogs reads it).
+		ChangeLogs: true,
+		Log:        log,
 	})
 	if err != nil {
 		return fail(withDiagnostics(err))

@@ -43,8 +43,10 @@ type podEnv struct {
 }
 
 // A pod is one replica of a Deployment: a sandbox (network and UTS
-// namespaces, a root filesystem built from the image, volumes, a
-// ServiceAccount token) and one container process the node keeps running.
+// namespaces, volumes, a ServiceAccount token) and a process for each of its
+// containers, each in a root filesystem built from its image, that the node
+// keeps running. The first container is the package runtime, which the
+// fields below describe; the others, sidecars, are in sidecars.go.
 type pod struct {
 	name   string
 	deploy string
@@ -59,6 +61,13 @@ type pod struct {
 	net       *podNet
 	listeners []net.Listener
 	rootReady bool
+	// sandboxMu serializes the creation of the sandbox, which every
+	// container needs.
+	sandboxMu sync.Mutex
+	// sidecars are the containers after the first.
+	sidecars []*sidecar
+	// mounts are the emptyDir volumes bind-mounted into containers' roots.
+	mounts mounts
 
 	mu       sync.Mutex
 	proc     *proc.Process
@@ -72,7 +81,7 @@ type pod struct {
 
 func newPod(e *podEnv, deploy, hash string, labels map[string]string, spec corev1.PodSpec) *pod {
 	n := deploy + "-" + hash[:10] + "-" + randSuffix()
-	return &pod{
+	p := &pod{
 		name:   n,
 		deploy: deploy,
 		hash:   hash,
@@ -84,6 +93,10 @@ func newPod(e *podEnv, deploy, hash string, labels map[string]string, spec corev
 		logDir: filepath.Join(e.dir, "logs"),
 		state:  "ContainerCreating",
 	}
+	for _, c := range spec.Containers[min(1, len(spec.Containers)):] {
+		p.sidecars = append(p.sidecars, newSidecar(p, c))
+	}
+	return p
 }
 
 // dial connects to addr inside the pod, once its sandbox exists.
@@ -100,11 +113,22 @@ func (p *pod) dial(ctx context.Context, network, addr string) (net.Conn, error) 
 // logPath is where the container logs, across restarts.
 func (p *pod) logPath() string { return filepath.Join(p.logDir, "pod-"+p.name+".log") }
 
-// status reports whether the container is ready, and its state.
+// status reports whether the pod is ready - its first container is ready
+// and every sidecar runs - and its state: the first container's, or that of
+// a sidecar that does not run.
 func (p *pod) status() (bool, string) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.ready, p.state
+	ready, state := p.ready, p.state
+	p.mu.Unlock()
+	for _, s := range p.sidecars {
+		if ok, st := s.status(); !ok {
+			if ready {
+				state = "container " + s.c.Name + ": " + st
+			}
+			ready = false
+		}
+	}
+	return ready, state
 }
 
 func (p *pod) setState(ready bool, state string) {
@@ -132,6 +156,13 @@ func (p *pod) run(ctx context.Context) {
 		defer p.wg.Done()
 		p.supervise(ctx)
 	}()
+	for _, s := range p.sidecars {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			s.supervise(ctx)
+		}()
+	}
 }
 
 // stop kills the container (SIGTERM, then SIGKILL after the grace period)
@@ -141,10 +172,14 @@ func (p *pod) stop() error {
 		p.cancel()
 	}
 	p.wg.Wait()
-	var err error
+	errs := make([]error, 0, len(p.sidecars)+2)
 	if pr := p.process(); pr != nil {
-		err = pr.Stop()
+		errs = append(errs, pr.Stop())
 	}
+	for _, s := range p.sidecars {
+		errs = append(errs, s.stop())
+	}
+	errs = append(errs, p.mounts.unmountAll())
 	for _, l := range p.listeners {
 		_ = l.Close()
 	}
@@ -155,7 +190,7 @@ func (p *pod) stop() error {
 		n.close()
 	}
 	p.setState(false, "Terminated")
-	return err
+	return errors.Join(errs...)
 }
 
 func (p *pod) supervise(ctx context.Context) {
@@ -186,7 +221,7 @@ func (p *pod) runContainer(ctx context.Context) error {
 		return err
 	}
 	c := p.spec.Containers[0]
-	cmd, err := p.command(ctx, c)
+	cmd, err := p.command(ctx, c, filepath.Join(p.dir, "root"), &p.rootReady)
 	if err != nil {
 		return err
 	}
@@ -206,6 +241,8 @@ func (p *pod) runContainer(ctx context.Context) error {
 // sandbox creates the pod's namespaces and the listeners that forward the
 // kube-apiserver and the host ports into it, once per pod.
 func (p *pod) sandbox(_ context.Context) error {
+	p.sandboxMu.Lock()
+	defer p.sandboxMu.Unlock()
 	if p.net != nil {
 		return nil
 	}
@@ -230,9 +267,10 @@ func (p *pod) sandbox(_ context.Context) error {
 	return nil
 }
 
-// command builds the container's process: the image's root with the pod's
-// volumes, its entrypoint and arguments, its environment, its user.
-func (p *pod) command(ctx context.Context, c corev1.Container) (proc.Command, error) {
+// command builds the container's process: the image's root (made at root
+// unless rootReady says it was) with the pod's volumes, its entrypoint and
+// arguments, its environment, its user.
+func (p *pod) command(ctx context.Context, c corev1.Container, root string, rootReady *bool) (proc.Command, error) {
 	img, err := p.env.images.get(ctx, c.Image, p.env.pullKeychain(ctx, p.spec))
 	if err != nil {
 		return proc.Command{}, errors.Wrap(err, "ImagePullBackOff")
@@ -240,12 +278,11 @@ func (p *pod) command(ctx context.Context, c corev1.Container) (proc.Command, er
 	// A pod's volumes (and, here, its root) outlive its containers: a
 	// restarted container finds them as they were, even while the API server
 	// is away.
-	root := filepath.Join(p.dir, "root")
-	if !p.rootReady {
+	if !*rootReady {
 		if err := p.makeRoot(ctx, root, img, c); err != nil {
 			return proc.Command{}, err
 		}
-		p.rootReady = true
+		*rootReady = true
 	}
 	env, err := p.environment(ctx, c, img)
 	if err != nil {

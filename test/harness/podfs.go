@@ -26,6 +26,11 @@ const tokenSeconds = 12 * 60 * 60
 // makeRoot builds the container's root from the image and mounts the
 // pod's volumes into it.
 func (p *pod) makeRoot(ctx context.Context, root string, img *image, c corev1.Container) error {
+	// An earlier attempt may have mounted volumes: removing their files
+	// would empty a volume other containers share.
+	if err := p.mounts.unmountUnder(root); err != nil {
+		return errors.Wrap(err, "cannot clear the container root")
+	}
 	if err := os.RemoveAll(root); err != nil {
 		return errors.Wrap(err, "cannot clear the container root")
 	}
@@ -66,7 +71,9 @@ func (p *pod) basics(root string) error {
 
 // volumes writes the container's volume mounts and its ServiceAccount token
 // into root. Files are owned by root and world-readable, as a kubelet writes
-// Secret and ConfigMap volumes without an fsGroup.
+// Secret and ConfigMap volumes without an fsGroup. An emptyDir is one
+// world-writable directory of the pod, bind-mounted into the root of every
+// container that mounts it.
 func (p *pod) volumes(ctx context.Context, root string, c corev1.Container) error {
 	byName := map[string]corev1.Volume{}
 	for _, v := range p.spec.Volumes {
@@ -77,11 +84,17 @@ func (p *pod) volumes(ctx context.Context, root string, c corev1.Container) erro
 		if !ok {
 			return errors.Errorf("CreateContainerConfigError: volume mount %q names no volume", m.Name)
 		}
+		dir := filepath.Join(root, filepath.FromSlash(m.MountPath))
+		if v.EmptyDir != nil {
+			if err := p.emptyDir(v.Name, dir); err != nil {
+				return errors.Wrapf(err, "cannot mount volume %s at %s", v.Name, m.MountPath)
+			}
+			continue
+		}
 		files, err := p.volumeFiles(ctx, v)
 		if err != nil {
 			return err
 		}
-		dir := filepath.Join(root, filepath.FromSlash(m.MountPath))
 		if err := writeVolume(dir, files, v.EmptyDir != nil); err != nil {
 			return errors.Wrapf(err, "cannot mount volume %s at %s", v.Name, m.MountPath)
 		}
@@ -102,6 +115,16 @@ func (p *pod) volumes(ctx context.Context, root string, c corev1.Container) erro
 	}
 	files := map[string][]byte{"token": []byte(tr.Status.Token), "ca.crt": p.env.apiCA, "namespace": []byte(p.env.namespace)}
 	return errors.Wrap(writeVolume(filepath.Join(root, serviceAccountDir), files, false), "cannot mount the ServiceAccount token")
+}
+
+// emptyDir mounts the pod's emptyDir volume name at dir, creating it the
+// first time.
+func (p *pod) emptyDir(name, dir string) error {
+	src := filepath.Join(p.dir, "volumes", name)
+	if err := writeVolume(src, nil, true); err != nil {
+		return err
+	}
+	return p.mounts.bind(src, dir)
 }
 
 // volumeFiles returns the files of a Secret, ConfigMap or emptyDir volume.

@@ -41,6 +41,12 @@ type Metrics struct {
 	// SecretReadsSaved counts connection Secret reads answered from the
 	// memory of the provider's own recent reads and writes, by kind.
 	SecretReadsSaved *prometheus.CounterVec
+	// ChangeLogSent counts change log entries the change logs sidecar took.
+	ChangeLogSent prometheus.Counter
+	// ChangeLogDropped counts change log entries dropped, by reason:
+	// "queue_full" (the sidecar was slower than the changes) or
+	// "send_failed" (the sidecar did not take the entry in time).
+	ChangeLogDropped *prometheus.CounterVec
 }
 
 // New returns unregistered metrics.
@@ -83,12 +89,20 @@ func New() *Metrics {
 			Name: "widget_connection_secret_reads_saved_total",
 			Help: "Connection Secret reads answered from the memory of the provider's own reads and writes of the Secret in the last half poll interval (at most 5 minutes), by kind.",
 		}, []string{"kind"}),
+		ChangeLogSent: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "widget_changelog_entries_sent_total",
+			Help: "Change log entries (one per create, update and delete of an external resource, with --enable-changelogs) the change logs sidecar took.",
+		}),
+		ChangeLogDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "widget_changelog_entries_dropped_total",
+			Help: "Change log entries dropped rather than hold up a reconcile, by reason (queue_full: the sidecar was slower than the changes; send_failed: the sidecar did not take the entry in time).",
+		}, []string{"reason"}),
 	}
 }
 
 // Register registers every metric with r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.APIRequests, m.APILatency, m.Updates, m.FeedChanges, m.FeedEnqueues, m.FeedSkips, m.CacheWaits, m.UnchangedStatus, m.SecretReadsSaved} {
+	for _, c := range []prometheus.Collector{m.APIRequests, m.APILatency, m.Updates, m.FeedChanges, m.FeedEnqueues, m.FeedSkips, m.CacheWaits, m.UnchangedStatus, m.SecretReadsSaved, m.ChangeLogSent, m.ChangeLogDropped} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

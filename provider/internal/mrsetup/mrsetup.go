@@ -248,6 +248,10 @@ func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	if policies {
 		opts = append(opts, managed.WithManagementPolicies())
 	}
+	if o.ChangeLogOptions != nil {
+		// One entry per create, update and delete (--enable-changelogs).
+		opts = append(opts, managed.WithChangeLogger(o.ChangeLogOptions.ChangeLogger))
+	}
 	if o.MetricOptions != nil {
 		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
 		if o.MetricOptions.MRStateMetrics != nil {

@@ -107,6 +107,10 @@ type Options struct {
 	// examples/runtime.
 	ProviderArgs []string
 	FunctionArgs []string
+	// ChangeLogs runs the provider with change logs on: the
+	// DeploymentRuntimeConfig of examples/runtime/changelogs.yaml, with the
+	// stand-in sidecar (see PublishChangeLogsSidecar).
+	ChangeLogs bool
 	// Log receives progress. Default: discard.
 	Log *slog.Logger
 }
@@ -145,7 +149,14 @@ func Install(ctx context.Context, h *harness.Harness, o Options) (*Platform, err
 	if err := activate(ctx, c); err != nil {
 		return nil, err
 	}
-	if err := runtimeConfigs(ctx, c, o); err != nil {
+	standIn := ""
+	if o.ChangeLogs {
+		var err error
+		if standIn, err = PublishChangeLogsSidecar(ctx, h, o.Root); err != nil {
+			return nil, err
+		}
+	}
+	if err := runtimeConfigs(ctx, c, o, standIn); err != nil {
 		return nil, err
 	}
 	if err := registryCredentials(ctx, h); err != nil {
@@ -268,11 +279,18 @@ func activate(ctx context.Context, c client.Client) error {
 }
 
 // runtimeConfigs creates the DeploymentRuntimeConfigs of
-// examples/runtime/deploymentruntimeconfigs.yaml, with o's extra args.
-func runtimeConfigs(ctx context.Context, c client.Client, o Options) error {
+// examples/runtime/deploymentruntimeconfigs.yaml, with o's extra args, and
+// with o.ChangeLogs provider-widget's of changelogs.yaml, whose sidecar runs
+// the image standIn.
+func runtimeConfigs(ctx context.Context, c client.Client, o Options, standIn string) error {
 	objs, err := ReadObjects(filepath.Join(o.Root, "examples", "runtime", "deploymentruntimeconfigs.yaml"))
 	if err != nil {
 		return err
+	}
+	if o.ChangeLogs {
+		if objs, err = withChangeLogs(o.Root, objs, standIn); err != nil {
+			return err
+		}
 	}
 	extra := map[string][]string{ProviderRuntimeConfig: o.ProviderArgs, FunctionRuntimeConfig: o.FunctionArgs}
 	for _, u := range objs {

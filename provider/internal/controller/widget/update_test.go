@@ -47,6 +47,8 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 		// not listed counts none.
 		updates map[string]float64
 		ready   xpv2.Condition
+		// details are the change log entry's additional details.
+		details managed.AdditionalDetails
 	}
 	large := with(full, func(p *commonv1beta1.WidgetParameters) { p.Size = ptr.To("large") })
 	resizing := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: ReasonResizing, Message: "The Widget API is resizing the widget to large"}
@@ -70,6 +72,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 				widget:  widget{Size: "large", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
 				events:  []event.Event{event.Normal(ReasonDriftRepaired, `Widget was changed outside Crossplane; restored it: size: want "large", have "small"`)},
 				updates: map[string]float64{"drift": 1},
+				details: managed.AdditionalDetails{"cause": "drift", "diff": `size: want "large", have "small"`},
 				ready:   resizing,
 			},
 		},
@@ -81,6 +84,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 				widget:  widget{Size: "large", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
 				events:  []event.Event{event.Normal(ReasonUpdated, `Updated widget to match the spec: size: want "large", have "small"`)},
 				updates: map[string]float64{"spec": 1},
+				details: managed.AdditionalDetails{"cause": "spec", "diff": `size: want "large", have "small"`},
 				ready:   resizing,
 			},
 		},
@@ -92,6 +96,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 				widget:  widget{Size: "small", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
 				events:  []event.Event{event.Normal(ReasonUpdated, `Updated widget to match the spec: description: want "web tier", have "old"`)},
 				updates: map[string]float64{"spec": 1},
+				details: managed.AdditionalDetails{"cause": "spec", "diff": `description: want "web tier", have "old"`},
 				ready:   xpv2.Available(),
 			},
 		},
@@ -103,6 +108,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 				widget:  widget{Size: "small", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", "env": "prod", names.OwnerLabel: ownerPlaceholder}},
 				events:  []event.Event{event.Normal(ReasonAdopted, "Adopted widget imported; it is now managed by this resource")},
 				updates: map[string]float64{"adopt": 1},
+				details: managed.AdditionalDetails{"cause": "adopt", "diff": "ownership labels: want {markers}, have {}"},
 				ready:   xpv2.Available(),
 			},
 		},
@@ -115,6 +121,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 				widget:  widget{Size: "small", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
 				events:  []event.Event{event.Normal(ReasonDriftRepaired, `Widget was changed outside Crossplane; restored it: ownership labels: want {markers}, have {}`)},
 				updates: map[string]float64{"drift": 1},
+				details: managed.AdditionalDetails{"cause": "drift", "diff": "ownership labels: want {markers}, have {}"},
 				ready:   xpv2.Available(),
 			},
 		},
@@ -128,6 +135,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 				widget:  widget{Size: "large", Region: "us-east-1", Description: "web tier", Labels: map[string]string{commonv1beta1.OwnershipLabelPrefix + "tier": "gold", names.OwnerLabel: ownerPlaceholder}},
 				events:  []event.Event{event.Normal(ReasonDriftRepaired, `Widget was changed outside Crossplane; restored it: size: want "large", have "small"`)},
 				updates: map[string]float64{"drift": 1},
+				details: managed.AdditionalDetails{"cause": "drift", "diff": `size: want "large", have "small"`},
 				ready:   resizing,
 			},
 		},
@@ -141,6 +149,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 				widget:  widget{Size: "large", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
 				events:  []event.Event{event.Normal(ReasonUpdated, `Updated widget to match the spec: size: want "large", have "small"`)},
 				updates: map[string]float64{"spec": 1},
+				details: managed.AdditionalDetails{"cause": "spec", "diff": `size: want "large", have "small"`},
 				ready:   resizing,
 			},
 		},
@@ -232,7 +241,14 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			}
 			mentions(t, tc.reason, err, tc.want.mentions, owner)
 			apiError(t, tc.reason, err, tc.want.checked)
-			if diff := cmp.Diff(managed.ExternalUpdate{}, got); diff != "" {
+			wantUpdate := managed.ExternalUpdate{}
+			if tc.want.details != nil {
+				wantUpdate.AdditionalDetails = managed.AdditionalDetails{}
+				for k, v := range tc.want.details {
+					wantUpdate.AdditionalDetails[k] = fill(v, owner)
+				}
+			}
+			if diff := cmp.Diff(wantUpdate, got); diff != "" {
 				t.Errorf("%s\nUpdate(...): -want, +got:\n%s", tc.reason, diff)
 			}
 

@@ -306,7 +306,8 @@ func (e *external[T]) Update(ctx context.Context, mg T) (managed.ExternalUpdate,
 	default:
 		e.record.Event(mg, event.Normal(ReasonUpdated, "Updated widget to match the spec: "+before.String()))
 	}
-	return managed.ExternalUpdate{}, nil
+	// For the change log entry of this update (--enable-changelogs).
+	return managed.ExternalUpdate{AdditionalDetails: managed.AdditionalDetails{"cause": cause, "diff": before.String()}}, nil
 }
 
 // cause classifies an update: adopting an unowned widget, following a spec
