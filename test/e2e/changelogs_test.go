@@ -432,7 +432,7 @@ func (s *scenario) readyWidgets(prefix string, n int) time.Duration {
 	return time.Since(begin)
 }
 
-// nested returns the string at path in m, or "".
+// nestedString returns the string at path in m, or "".
 func nestedString(m map[string]any, path ...string) string {
 	var cur any = m
 	for _, p := range path {
