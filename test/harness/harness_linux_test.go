@@ -119,12 +119,14 @@ func (s *story) checkTeardown(t *testing.T) {
 	for pid, addrs := range listeners(procs) {
 		socks[pid] = addrs
 	}
-	ports := map[int]string{}
+	// Listening addresses, not ports: on a shared machine another
+	// process may listen on the same port at another loopback address.
+	listening := map[string]string{}
 	for pid, addrs := range socks {
 		for _, a := range addrs {
 			host, p, _ := net.SplitHostPort(a)
 			n, _ := strconv.Atoi(p)
-			ports[n] = strconv.Itoa(pid) + " " + a
+			listening[a] = strconv.Itoa(pid) + " " + procs[pid]
 			if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && !coreWildcardPort(h, n) {
 				t.Errorf("pid %d (%s) listens on %s, want a loopback address", pid, procs[pid], a)
 			}
@@ -154,10 +156,10 @@ func (s *story) checkTeardown(t *testing.T) {
 			t.Errorf("%s (pid %d) is still running after Stop()", name, pid)
 		}
 	}
-	open := listeningPorts()
-	for p, what := range ports {
-		if a, ok := open[p]; ok {
-			t.Errorf("port %d (was %s) is still listening after Stop(): %s", p, what, a)
+	open := listeningAddrs()
+	for a, what := range listening {
+		if open[a] {
+			t.Errorf("%s (was pid %s) is still listening after Stop()", a, what)
 		}
 	}
 	if c, err := net.DialTimeout("tcp", h.RegistryHost(), time.Second); err == nil {

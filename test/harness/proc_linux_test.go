@@ -98,16 +98,11 @@ func listeners(pids map[int]string) map[int][]string {
 	return out
 }
 
-// listeningPorts returns every TCP port in LISTEN state on the machine.
-func listeningPorts() map[int]string {
-	out := map[int]string{}
+// listeningAddrs returns every TCP address in LISTEN state on the machine.
+func listeningAddrs() map[string]bool {
+	out := map[string]bool{}
 	for _, a := range listeningInodes() {
-		_, p, err := net.SplitHostPort(a)
-		if err != nil {
-			continue
-		}
-		n, _ := strconv.Atoi(p)
-		out[n] = a
+		out[a] = true
 	}
 	return out
 }

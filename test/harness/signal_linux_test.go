@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -53,13 +51,9 @@ func TestSignalTeardown(t *testing.T) {
 	socks := listeners(procs)
 	t.Logf("Helper's processes: %v", procs)
 	t.Logf("Helper's listening sockets: %v", socks)
-	ports := map[int]bool{}
+	var listening []string
 	for _, addrs := range socks {
-		for _, a := range addrs {
-			_, p, _ := net.SplitHostPort(a)
-			n, _ := strconv.Atoi(p)
-			ports[n] = true
-		}
+		listening = append(listening, addrs...)
 	}
 	for _, want := range []string{"etcd", "kube-apiserver", "crossplane", "function-auto-"} {
 		if !hasProc(procs, want) {
@@ -85,10 +79,10 @@ func TestSignalTeardown(t *testing.T) {
 			t.Errorf("%s (pid %d) is still running after SIGINT teardown", name, pid)
 		}
 	}
-	open := listeningPorts()
-	for p := range ports {
-		if a, ok := open[p]; ok {
-			t.Errorf("port %d is still listening after SIGINT teardown: %s", p, a)
+	open := listeningAddrs()
+	for _, a := range listening {
+		if open[a] {
+			t.Errorf("%s is still listening after SIGINT teardown", a)
 		}
 	}
 	if t.Failed() {
