@@ -59,6 +59,47 @@ type Deps struct {
 	// Recorders, when set, makes the controllers' event recorders (see
 	// EventRecorders); the manager's otherwise.
 	Recorders RecorderProvider
+	// Now, when set, tells the time that schedules (key rotation) are kept
+	// by; time.Now otherwise. Tests set it to move time forward.
+	Now func() time.Time
+}
+
+// Clock returns d.Now, or time.Now when it is not set.
+func (d Deps) Clock() func() time.Time {
+	if d.Now != nil {
+		return d.Now
+	}
+	return time.Now
+}
+
+// An Option changes how Setup wires a kind.
+type Option func(*options)
+
+type options struct {
+	wake func(resource.Managed) time.Time
+}
+
+// WithWakeUp has a resource reconciled again by the time wake returns, when
+// that is before its next poll: a WidgetKey's next rotation is not put off
+// by up to a poll interval. A zero time schedules nothing.
+func WithWakeUp(wake func(resource.Managed) time.Time) Option {
+	return func(o *options) { o.wake = wake }
+}
+
+// minWakeUp is the soonest a wake-up requeues a resource.
+const minWakeUp = time.Second
+
+// wakeUp returns a poll interval hook that waits what hook says, or until
+// wake's time by now's clock when that is sooner (at least minWakeUp).
+func wakeUp(hook func(resource.Managed, time.Duration) time.Duration, wake func(resource.Managed) time.Time, now func() time.Time) func(resource.Managed, time.Duration) time.Duration {
+	return func(mg resource.Managed, poll time.Duration) time.Duration {
+		d := hook(mg, poll)
+		t := wake(mg)
+		if t.IsZero() {
+			return d
+		}
+		return min(d, max(t.Sub(now()), minWakeUp))
+	}
 }
 
 // TransitionPoll is the longest a resource that is not Ready waits for its
@@ -98,7 +139,15 @@ type Env struct {
 // Setup adds a controller for managed resources of kind gvk, Go type T.
 // newList must return an empty list of that kind.
 func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, gvk schema.GroupVersionKind,
-	newObj func() T, newList func() resource.ManagedList, connect func(Env) managed.TypedExternalConnector[T]) error {
+	newObj func() T, newList func() resource.ManagedList, connect func(Env) managed.TypedExternalConnector[T], opts ...Option) error {
+	var so options
+	for _, fn := range opts {
+		fn(&so)
+	}
+	pollHook := PollInterval(d.PollJitter)
+	if so.wake != nil {
+		pollHook = wakeUp(pollHook, so.wake, d.Clock())
+	}
 	name := managed.ControllerName(gvk.GroupKind().String())
 	limiter := ratelimit.New(ratelimiter.NewController())
 	var recorders RecorderProvider = mgr
@@ -124,7 +173,7 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	if d.Feed != nil {
 		forget = func(key types.NamespacedName) { d.Feed.Forget(kind, key) }
 	}
-	opts := []managed.ReconcilerOption{
+	ropts := []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[T](&observingConnector[T]{
 			TypedExternalConnector: connect(Env{Kind: kind, Limiter: limiter, Record: record, Secrets: secrets}),
 			absent:                 absent,
@@ -145,13 +194,13 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithRecorder(record),
 		managed.WithPollInterval(o.PollInterval),
-		managed.WithPollIntervalHook(PollInterval(d.PollJitter)),
+		managed.WithPollIntervalHook(pollHook),
 	}
 	if o.Features != nil && o.Features.Enabled(feature.EnableBetaManagementPolicies) {
-		opts = append(opts, managed.WithManagementPolicies())
+		ropts = append(ropts, managed.WithManagementPolicies())
 	}
 	if o.MetricOptions != nil {
-		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
+		ropts = append(ropts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
 		if o.MetricOptions.MRStateMetrics != nil {
 			sr := newStateRecorder(mgr.GetCache(), gvk, newList, o.MetricOptions.MRStateMetrics, o.MetricOptions.PollStateMetricInterval, o.Logger.WithValues("controller", name))
 			if err := mgr.Add(sr); err != nil {
@@ -159,7 +208,7 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 			}
 		}
 	}
-	r := managed.NewReconciler(WithClient(mgr, kube), resource.ManagedKind(gvk), opts...)
+	r := managed.NewReconciler(WithClient(mgr, kube), resource.ManagedKind(gvk), ropts...)
 
 	copts := o.ForControllerRuntime()
 	copts.RateLimiter = limiter
@@ -184,9 +233,8 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 // successful update of an external resource ("Successfully requested update
 // of external resource"): each connector of this provider that updates
 // records an event of its own that says why and what changed (drift
-// repaired, widget adopted, spec applied), and the generic one would be a
-// second event write for every drift repair. (WidgetKeys are never updated:
-// their Observe always reports them up to date.) It is a wrapper, not one of
+// repaired, widget adopted, spec applied, key rotated), and the generic one
+// would be a second event write for every drift repair. It is a wrapper, not one of
 // event.APIRecorder's filters, because APIRecorder.WithAnnotations, which the
 // managed reconciler calls at the start of every reconcile, drops them
 // (crossplane-runtime v2.4.0).
