@@ -176,28 +176,33 @@ func (p *rotationPlan) upToDate() bool {
 }
 
 // ownedFamily returns the keys of widget that belong to mg's family and
-// carry its owner marker, by name.
-func (e *external[T]) ownedFamily(ctx context.Context, mg T) (map[string]*widgetapi.Key, error) {
+// carry its owner marker, by name, and the key of mg's external name,
+// whoever created it (nil when there is none).
+func (e *external[T]) ownedFamily(ctx context.Context, mg T) (map[string]*widgetapi.Key, *widgetapi.Key, error) {
 	base := meta.GetExternalName(mg)
 	l, err := e.api.ListKeys(ctx, mg.GetWidgetName())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	owned := map[string]*widgetapi.Key{}
+	var named *widgetapi.Key
 	for i := range l.Items {
 		k := &l.Items[i]
+		if k.Name == base {
+			named = k
+		}
 		if generation(base, k.Name) >= 0 && createdBy(mg, k) {
 			owned[k.Name] = k
 		}
 	}
-	return owned, nil
+	return owned, named, nil
 }
 
 // observeRotating is Observe for a WidgetKey whose keys are a family (see
 // rotates). w is the key's widget, within the resource's reach unless it is
 // being deleted.
 func (e *external[T]) observeRotating(ctx context.Context, mg T, w *widgetapi.Widget) (managed.ExternalObservation, error) {
-	owned, err := e.ownedFamily(ctx, mg)
+	owned, named, err := e.ownedFamily(ctx, mg)
 	if widgetapi.IsNotFound(err) {
 		return managed.ExternalObservation{}, nil
 	}
@@ -214,10 +219,8 @@ func (e *external[T]) observeRotating(ctx context.Context, mg T, w *widgetapi.Wi
 		e.revocable = true
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
-	if mg.GetNamespace() != "" {
-		if err := e.checkBaseKey(ctx, mg, owned); err != nil {
-			return managed.ExternalObservation{}, err
-		}
+	if mg.GetNamespace() != "" && named != nil && !createdBy(mg, named) {
+		return managed.ExternalObservation{}, errors.Errorf("widget %s already has a key named %s that this WidgetKey did not create, and a namespaced WidgetKey manages only keys it created: choose another external name, or remove the %s annotation so that the provider names a new key", mg.GetWidgetName(), named.Name, meta.AnnotationKeyExternalName)
 	}
 
 	key, ok := connectionSecretKey(mg)
@@ -255,26 +258,6 @@ func (e *external[T]) observeRotating(ctx context.Context, mg T, w *widgetapi.Wi
 	mg.SetWidgetKeyObservation(p.observation(mg))
 	mg.SetConditions(xpv2.Available())
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: p.upToDate(), ConnectionDetails: p.published()}, nil
-}
-
-// checkBaseKey refuses a namespaced WidgetKey whose external name names a key
-// it did not create, as Observe does for any WidgetKey.
-func (e *external[T]) checkBaseKey(ctx context.Context, mg T, owned map[string]*widgetapi.Key) error {
-	name, widget := meta.GetExternalName(mg), mg.GetWidgetName()
-	if _, ok := owned[name]; ok {
-		return nil
-	}
-	k, err := e.api.GetKey(ctx, widget, name)
-	if widgetapi.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return errors.Wrap(err, "cannot get key")
-	}
-	if !createdBy(mg, k) {
-		return errors.Errorf("widget %s already has a key named %s that this WidgetKey did not create, and a namespaced WidgetKey manages only keys it created: choose another external name, or remove the %s annotation so that the provider names a new key", widget, name, meta.AnnotationKeyExternalName)
-	}
-	return nil
 }
 
 // plan compares the owned keys of mg's family with the connection Secret's
