@@ -710,3 +710,39 @@ func TestRotationDelete(t *testing.T) {
 	}
 	w.expect("deleted", []string{base + "-r7"}, []string{"key=" + base + "-r1", "previousKey=" + base})
 }
+
+// TestRotationRefusals: a rotating WidgetKey that cannot rotate safely
+// says why and revokes nothing.
+func TestRotationRefusals(t *testing.T) {
+	t.Run("ExternalNameTakenByAnother", func(t *testing.T) {
+		w := newWorld(t, rotation(24*time.Hour, time.Hour))
+		explicitName("shared")(w.mg)
+		meta.SetExternalCreatePending(w.mg, w.clock.now())
+		seedKey(t, w.api, "shared", "", map[string]string{names.OwnerLabel: "n_team-b.other"})
+		w.secret.data = map[string][]byte{DetailKey: []byte("wks_x"), DetailKeyName: []byte("shared")}
+		w.clock.advance(48 * time.Hour)
+		_, err := w.reconcile(complete)
+		if err == nil || !strings.Contains(err.Error(), "did not create") {
+			t.Errorf("reconcile: want an error saying the key is not this WidgetKey's, got %v", err)
+		}
+		if diff := cmp.Diff([]string{"shared"}, w.keys()); diff != "" {
+			t.Errorf("keys: -want, +got:\n%s", diff)
+		}
+	})
+	t.Run("NoConnectionSecret", func(t *testing.T) {
+		w := newWorld(t, rotation(24*time.Hour, time.Hour))
+		w.must()
+		base := string(w.secret.data[DetailKeyName])
+		// As a v1alpha1 write could leave it: rotation without a
+		// connection Secret, which v1beta1's schema refuses.
+		w.mg.SetWriteConnectionSecretToReference(nil)
+		w.clock.advance(48 * time.Hour)
+		_, err := w.reconcile(complete)
+		if err == nil || !strings.Contains(err.Error(), "writeConnectionSecretToRef") {
+			t.Errorf("reconcile: want an error naming writeConnectionSecretToRef, got %v", err)
+		}
+		if diff := cmp.Diff([]string{base}, w.keys()); diff != "" {
+			t.Errorf("keys: -want, +got:\n%s", diff)
+		}
+	})
+}
