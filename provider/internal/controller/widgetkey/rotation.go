@@ -231,7 +231,7 @@ func (e *external[T]) observeRotating(ctx context.Context, mg T, w *widgetapi.Wi
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	now := e.now()
+	now := e.clock()
 	p := e.plan(mg, owned, data, now)
 	if p.current == nil || !p.upToDate() {
 		// About to act, or to call the keys lost: only on the Secret as
@@ -321,6 +321,15 @@ func (e *external[T]) plan(mg T, owned map[string]*widgetapi.Key, data map[strin
 	}
 	p.rotate = !p.next.IsZero() && !now.Before(p.next) && (p.previous == nil || p.revokePrevious)
 	return p
+}
+
+// clock returns the time rotations are scheduled by: e.now's, or the
+// system's when e.now is not set.
+func (e *external[T]) clock() time.Time {
+	if e.now != nil {
+		return e.now()
+	}
+	return time.Now()
 }
 
 // minOverlap is commonv1beta1.MinRotationOverlap.

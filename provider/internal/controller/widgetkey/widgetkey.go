@@ -130,7 +130,9 @@ type external[T commonv1beta1.WidgetKeyResource] struct {
 // missing, so that the resource goes and the key stays, and records an event
 // saying so. Observe never changes the Widget API: a key whose secret was
 // lost (the provider stopped between creating it and saving it) is reported
-// missing, and Create replaces it.
+// missing, and Create replaces it. A WidgetKey that rotates its key is
+// observed as a family of keys against its connection Secret instead (see
+// rotation.go).
 func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObservation, error) {
 	name, widget := meta.GetExternalName(mg), mg.GetWidgetName()
 	if name == "" {
