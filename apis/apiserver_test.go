@@ -52,6 +52,8 @@ func TestAPIServer(t *testing.T) {
 
 	t.Run("ValidationV1alpha1", func(t *testing.T) { testWrites(t, c, "v1alpha1", v1alpha1WriteCases()) })
 	t.Run("ValidationV1beta1", func(t *testing.T) { testWrites(t, c, "v1beta1", v1beta1WriteCases()) })
+	t.Run("ValidationRotation", func(t *testing.T) { testWrites(t, c, "rotation", rotationWriteCases()) })
+	t.Run("RotationAnnotation", func(t *testing.T) { testRotationAnnotation(t, c) })
 	t.Run("Defaults", func(t *testing.T) { testDefaults(t, c) })
 	t.Run("Conversion", func(t *testing.T) { testConversion(t, c) })
 	t.Run("Annotation", func(t *testing.T) { testAnnotation(t, c) })

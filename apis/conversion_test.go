@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/crossplane/upjet/v2/pkg/config/conversion"
@@ -97,6 +98,18 @@ func filler(t *testing.T, seed int64) *randfill.Filler {
 				}
 				if p.Description != nil {
 					p.Description = ptr.To(fmt.Sprintf("description\t%d\n", r.Uint32()))
+				}
+			},
+			// A v1beta1 WidgetKey's rotation travels in the annotation
+			// too, and is checked the same way.
+			func(p *commonv1beta1.KeyRotation, r randfill.Continue) {
+				r.FillNoCustom(p)
+				p.Overlap = metav1.Duration{Duration: time.Duration(5+r.Intn(55)) * time.Minute}
+				if p.Period != nil {
+					p.Period = &metav1.Duration{Duration: time.Duration(1+r.Intn(1000)) * time.Hour}
+				}
+				if p.RequestedAt != nil {
+					p.RequestedAt = ptr.To(metav1.Unix(int64(r.Uint32()), 0))
 				}
 			},
 		}

@@ -242,10 +242,10 @@ func TestCRDParameterFields(t *testing.T) {
 			want:    map[string][]string{"spec": nsSpec, "spec.forProvider": {"description", "widgetName", "widgetNameRef", "widgetNameSelector"}},
 		},
 		"NamespacedWidgetKeyV1beta1": {
-			reason:  "A v1beta1 WidgetKey's description is only in initProvider.",
+			reason:  "A v1beta1 WidgetKey's description is only in initProvider; its rotation is in forProvider.",
 			file:    "widget.m.widgetco.io_widgetkeys.yaml",
 			version: "v1beta1",
-			want:    map[string][]string{"spec": nsSpecInit, "spec.forProvider": {"widgetName", "widgetNameRef", "widgetNameSelector"}, "spec.initProvider": {"description"}},
+			want:    map[string][]string{"spec": nsSpecInit, "spec.forProvider": {"rotation", "widgetName", "widgetNameRef", "widgetNameSelector"}, "spec.initProvider": {"description"}},
 		},
 		"ClusterWidgetKeyV1alpha1": {
 			reason:  "A v1alpha1 WidgetKey has only forProvider, with the description.",
@@ -254,10 +254,10 @@ func TestCRDParameterFields(t *testing.T) {
 			want:    map[string][]string{"spec": clSpec, "spec.forProvider": {"description", "widgetName", "widgetNameRef", "widgetNameSelector"}},
 		},
 		"ClusterWidgetKeyV1beta1": {
-			reason:  "A v1beta1 WidgetKey's description is only in initProvider.",
+			reason:  "A v1beta1 WidgetKey's description is only in initProvider; its rotation is in forProvider.",
 			file:    "widget.widgetco.io_widgetkeys.yaml",
 			version: "v1beta1",
-			want:    map[string][]string{"spec": clSpecInit, "spec.forProvider": {"widgetName", "widgetNameRef", "widgetNameSelector"}, "spec.initProvider": {"description"}},
+			want:    map[string][]string{"spec": clSpecInit, "spec.forProvider": {"rotation", "widgetName", "widgetNameRef", "widgetNameSelector"}, "spec.initProvider": {"description"}},
 		},
 	}
 	for name, tc := range cases {

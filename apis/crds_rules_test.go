@@ -58,6 +58,34 @@ var (
 		Rule:    "!has(self.widgetNameSelector) || !has(self.widgetNameSelector.__namespace__) || size(self.widgetNameSelector.__namespace__) == 0",
 		Message: "widgetNameSelector.namespace must not be set: a WidgetKey can select only Widgets in its own namespace",
 	}
+	ruleRotationNeedsSecret = extv1.ValidationRule{
+		Rule:    "!has(self.forProvider.rotation) || has(self.writeConnectionSecretToRef)",
+		Message: "spec.forProvider.rotation needs spec.writeConnectionSecretToRef: a rotated key's secret is published only in the connection Secret",
+	}
+	ruleRotationNeedsCreateDelete = extv1.ValidationRule{
+		Rule:    "!has(self.forProvider.rotation) || !has(self.managementPolicies) || '*' in self.managementPolicies || ('Create' in self.managementPolicies && 'Update' in self.managementPolicies && 'Delete' in self.managementPolicies)",
+		Message: "spec.forProvider.rotation needs managementPolicies that include Create, Update and Delete (or '*'): rotating creates a new key, updates the connection Secret and revokes the previous key",
+	}
+	ruleOverlapShorterThanPeriod = extv1.ValidationRule{
+		Rule:    "!has(self.period) || duration(self.overlap) < duration(self.period)",
+		Message: "overlap must be shorter than period: the previous key is revoked overlap after a rotation, before the next rotation is due",
+	}
+	rulePeriodMin = extv1.ValidationRule{
+		Rule:    "duration(self) >= duration('1h')",
+		Message: "period must be at least 1h: rotating more often costs every consumer a reload and buys no security",
+	}
+	rulePeriodMax = extv1.ValidationRule{
+		Rule:    "duration(self) <= duration('87600h')",
+		Message: "period must be at most 87600h (ten years)",
+	}
+	ruleOverlapMin = extv1.ValidationRule{
+		Rule:    "duration(self) >= duration('5m')",
+		Message: "overlap must be at least 5m: consumers need time to read the new key from the connection Secret before the previous key is revoked",
+	}
+	ruleOverlapMax = extv1.ValidationRule{
+		Rule:    "duration(self) <= duration('87600h')",
+		Message: "overlap must be at most 87600h (ten years)",
+	}
 	ruleEndpointHost = extv1.ValidationRule{
 		Rule:    "isURL(self) && size(url(self).getHostname()) > 0",
 		Message: "endpoint must be an absolute URL with a host, such as https://widgets.example.com",
@@ -180,14 +208,17 @@ func TestCRDValidationRules(t *testing.T) {
 			},
 		},
 		"NamespacedWidgetKeyV1beta1": {
-			reason:  "A v1beta1 namespaced WidgetKey must name its widget in its own namespace and keep it, keep its description, now in initProvider, and use a ProviderConfig or a ClusterProviderConfig.",
+			reason:  "A v1beta1 namespaced WidgetKey must name its widget in its own namespace and keep it, keep its description, now in initProvider, use a ProviderConfig or a ClusterProviderConfig, and rotate only with sane periods, a connection Secret and Create, Update and Delete.",
 			file:    "widget.m.widgetco.io_widgetkeys.yaml",
 			version: "v1beta1",
 			want: map[string]extv1.ValidationRules{
-				"spec":                          {ruleProviderConfigKind},
-				"spec.forProvider":              {ruleKeyNamesWidget, ruleWidgetNameImmutable, ruleKeyRefLocal, ruleKeySelectorLocal},
-				"spec.initProvider":             {ruleKeyDescriptionImmutable},
-				"spec.initProvider.description": printable,
+				"spec":                              {ruleRotationNeedsSecret, ruleRotationNeedsCreateDelete, ruleProviderConfigKind},
+				"spec.forProvider":                  {ruleKeyNamesWidget, ruleWidgetNameImmutable, ruleKeyRefLocal, ruleKeySelectorLocal},
+				"spec.forProvider.rotation":         {ruleOverlapShorterThanPeriod},
+				"spec.forProvider.rotation.period":  {rulePeriodMin, rulePeriodMax},
+				"spec.forProvider.rotation.overlap": {ruleOverlapMin, ruleOverlapMax},
+				"spec.initProvider":                 {ruleKeyDescriptionImmutable},
+				"spec.initProvider.description":     printable,
 			},
 		},
 		"ClusterWidgetKeyV1alpha1": {
@@ -200,13 +231,17 @@ func TestCRDValidationRules(t *testing.T) {
 			},
 		},
 		"ClusterWidgetKeyV1beta1": {
-			reason:  "A v1beta1 cluster-scoped WidgetKey must name its widget and keep it, and keep its description, now in initProvider.",
+			reason:  "A v1beta1 cluster-scoped WidgetKey must name its widget and keep it, keep its description, now in initProvider, and rotate only with sane periods, a connection Secret and Create, Update and Delete.",
 			file:    "widget.widgetco.io_widgetkeys.yaml",
 			version: "v1beta1",
 			want: map[string]extv1.ValidationRules{
-				"spec.forProvider":              {ruleKeyNamesWidget, ruleWidgetNameImmutable},
-				"spec.initProvider":             {ruleKeyDescriptionImmutable},
-				"spec.initProvider.description": printable,
+				"spec":                              {ruleRotationNeedsSecret, ruleRotationNeedsCreateDelete},
+				"spec.forProvider":                  {ruleKeyNamesWidget, ruleWidgetNameImmutable},
+				"spec.forProvider.rotation":         {ruleOverlapShorterThanPeriod},
+				"spec.forProvider.rotation.period":  {rulePeriodMin, rulePeriodMax},
+				"spec.forProvider.rotation.overlap": {ruleOverlapMin, ruleOverlapMax},
+				"spec.initProvider":                 {ruleKeyDescriptionImmutable},
+				"spec.initProvider.description":     printable,
 			},
 		},
 		"NamespacedProviderConfig": {

@@ -47,6 +47,10 @@
 // after all claims are Ready, default 60), WIDGET_BENCH_E2E_CORE_ARGS and
 // WIDGET_BENCH_E2E_PROVIDER_ARGS (extra flags for Crossplane core and
 // provider-widget there, space separated),
+// WIDGET_BENCH_ROTATION_N, WIDGET_BENCH_ROTATION_LIMIT and
+// WIDGET_BENCH_ROTATION_RUNS (WidgetKeys rotated at once, the Widget API's
+// requests per second per token, and repeats of the key rotation section;
+// default 1000, 100 and 3),
 // WIDGET_BENCH_ONLY (comma-separated sections to run),
 // WIDGET_BENCH_LOGS (a directory that keeps the provider logs),
 // WIDGET_BENCH_SETTLE_SECONDS (how long after all Widgets of a provider

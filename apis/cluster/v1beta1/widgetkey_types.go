@@ -39,9 +39,21 @@ type WidgetKeyParameters struct {
 	// Widget's external name and widgetNameRef to the selected Widget.
 	// +optional
 	WidgetNameSelector *xpv2.Selector `json:"widgetNameSelector,omitempty"`
+
+	// Rotation, when set, has the provider replace the key with a new one
+	// every period, or when requestedAt asks, without downtime: the
+	// connection Secret holds the new key as key and the previous one as
+	// previousKey until the overlap has passed and the previous key is
+	// revoked. It needs writeConnectionSecretToRef, and a resource that
+	// Crossplane creates, updates and deletes (managementPolicies).
+	// +optional
+	Rotation *commonv1beta1.KeyRotation `json:"rotation,omitempty"`
 }
 
 // A WidgetKeySpec is the desired state of a WidgetKey.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.forProvider.rotation) || has(self.writeConnectionSecretToRef)",message="spec.forProvider.rotation needs spec.writeConnectionSecretToRef: a rotated key's secret is published only in the connection Secret"
+// +kubebuilder:validation:XValidation:rule="!has(self.forProvider.rotation) || !has(self.managementPolicies) || '*' in self.managementPolicies || ('Create' in self.managementPolicies && 'Update' in self.managementPolicies && 'Delete' in self.managementPolicies)",message="spec.forProvider.rotation needs managementPolicies that include Create, Update and Delete (or '*'): rotating creates a new key, updates the connection Secret and revokes the previous key"
 type WidgetKeySpec struct {
 	xpv2.ClusterManagedResourceSpec `json:",inline"`
 
@@ -116,6 +128,12 @@ func (mg *WidgetKey) GetWidgetKeyInitParameters() *commonv1beta1.WidgetKeyInitPa
 // neither set nor resolved.
 func (mg *WidgetKey) GetWidgetName() string {
 	return ptr.Deref(mg.Spec.ForProvider.WidgetName, "")
+}
+
+// GetKeyRotation returns spec.forProvider.rotation, or nil when the key is
+// not rotated.
+func (mg *WidgetKey) GetKeyRotation() *commonv1beta1.KeyRotation {
+	return mg.Spec.ForProvider.Rotation
 }
 
 // GetWidgetKeyObservation returns the WidgetKey's status.atProvider. The

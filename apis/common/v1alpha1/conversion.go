@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -127,14 +128,78 @@ func validateInitProvider(p *commonv1beta1.WidgetInitParameters, path *field.Pat
 }
 
 // WidgetKeyConversions convert a WidgetKey of either scope between v1alpha1
-// and v1beta1: v1alpha1's spec.forProvider.description is v1beta1's
-// spec.initProvider.description (the Widget API cannot change a key).
+// and v1beta1:
+//
+//   - v1alpha1's spec.forProvider.description is v1beta1's
+//     spec.initProvider.description (the Widget API cannot change a key).
+//   - v1beta1's spec.forProvider.rotation and the rotation status
+//     (status.atProvider.name, previous, nextRotationAt,
+//     rotationRequestedAt) have no v1alpha1 field: a v1alpha1 object keeps
+//     them in upjet's field-conversions annotation, as a Widget keeps its
+//     initProvider fields. A v1alpha1 write is validated only against
+//     v1alpha1's schema, so a rotation from the annotation is checked
+//     against v1beta1's rules (see validateRotation) and refused with the
+//     write when it breaks them.
+//
 // Everything else is copied as it is.
 func WidgetKeyConversions() []conversion.Conversion {
-	return []conversion.Conversion{
+	cs := []conversion.Conversion{
 		conversion.NewIdentityConversionExpandPaths(versionAlpha, versionBeta, nil, "spec.forProvider.description"),
 		conversion.NewFieldRenameConversion(versionAlpha, "spec.forProvider.description", versionBeta, "spec.initProvider.description"),
 		conversion.NewIdentityConversionExpandPaths(versionBeta, versionAlpha, nil, "spec.initProvider"),
 		conversion.NewFieldRenameConversion(versionBeta, "spec.initProvider.description", versionAlpha, "spec.forProvider.description"),
 	}
+	for _, p := range []string{
+		"spec.forProvider.rotation",
+		"status.atProvider.name",
+		"status.atProvider.previous",
+		"status.atProvider.nextRotationAt",
+		"status.atProvider.rotationRequestedAt",
+	} {
+		cs = append(cs,
+			conversion.NewNewlyIntroducedFieldConversion(versionBeta, versionAlpha, p, conversion.ToAnnotation),
+			conversion.NewNewlyIntroducedFieldConversion(versionAlpha, versionBeta, p, conversion.FromAnnotation),
+		)
+	}
+	return append(cs, conversion.NewCustomConverter(versionAlpha, versionBeta, func(_, target resource.Managed) error {
+		k, ok := target.(commonv1beta1.WidgetKeyResource)
+		if !ok {
+			return errors.Errorf("cannot validate %T: it is not a v1beta1 WidgetKey", target)
+		}
+		if errs := validateRotation(k, field.NewPath("spec", "forProvider", "rotation")); len(errs) > 0 {
+			return errors.Errorf("the %s annotation holds values v1beta1 refuses: %s", conversion.AnnotationKey, errs.ToAggregate())
+		}
+		return nil
+	}))
+}
+
+// validateRotation checks k's spec.forProvider.rotation, which a v1alpha1
+// WidgetKey carries in its field-conversions annotation, against the rules
+// v1beta1's schema states for its values (markers on
+// commonv1beta1.KeyRotation); the API server tests pin that both refuse the
+// same values. The rules across spec fields (a connection Secret, management
+// policies) are the provider's to enforce for such an object, as a Widget's
+// size requirement is.
+func validateRotation(k commonv1beta1.WidgetKeyResource, path *field.Path) field.ErrorList {
+	r := k.GetKeyRotation()
+	if r == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	omit := field.OmitValueType{}
+	between := func(p *field.Path, d time.Duration, lo, hi string, what string) {
+		minD, _ := time.ParseDuration(lo)
+		maxD, _ := time.ParseDuration(hi)
+		if d < minD || d > maxD {
+			errs = append(errs, field.Invalid(p, omit, what+" must be from "+lo+" to "+hi))
+		}
+	}
+	between(path.Child("overlap"), r.Overlap.Duration, commonv1beta1.MinRotationOverlap, commonv1beta1.MaxRotationPeriod, "overlap")
+	if r.Period != nil {
+		between(path.Child("period"), r.Period.Duration, commonv1beta1.MinRotationPeriod, commonv1beta1.MaxRotationPeriod, "period")
+		if r.Overlap.Duration >= r.Period.Duration {
+			errs = append(errs, field.Invalid(path.Child("overlap"), omit, "overlap must be shorter than period"))
+		}
+	}
+	return errs
 }

@@ -51,6 +51,11 @@ type WidgetKeyResource interface {
 	// while the name is neither set nor resolved from a reference.
 	GetWidgetName() string
 
+	// GetKeyRotation returns how the key is rotated (spec.forProvider.rotation),
+	// or nil when it is not. The returned pointer refers to the resource's
+	// own spec.
+	GetKeyRotation() *KeyRotation
+
 	// GetWidgetKeyObservation returns the key as last observed. The returned
 	// pointer refers to the resource's own status.
 	GetWidgetKeyObservation() *WidgetKeyObservation

@@ -46,10 +46,21 @@ type WidgetKeyParameters struct {
 	// widgetNameRef to the selected Widget.
 	// +optional
 	WidgetNameSelector *xpv2.NamespacedSelector `json:"widgetNameSelector,omitempty"`
+
+	// Rotation, when set, has the provider replace the key with a new one
+	// every period, or when requestedAt asks, without downtime: the
+	// connection Secret holds the new key as key and the previous one as
+	// previousKey until the overlap has passed and the previous key is
+	// revoked. It needs writeConnectionSecretToRef, and a resource that
+	// Crossplane creates, updates and deletes (managementPolicies).
+	// +optional
+	Rotation *commonv1beta1.KeyRotation `json:"rotation,omitempty"`
 }
 
 // A WidgetKeySpec is the desired state of a WidgetKey.
 //
+// +kubebuilder:validation:XValidation:rule="!has(self.forProvider.rotation) || has(self.writeConnectionSecretToRef)",message="spec.forProvider.rotation needs spec.writeConnectionSecretToRef: a rotated key's secret is published only in the connection Secret"
+// +kubebuilder:validation:XValidation:rule="!has(self.forProvider.rotation) || !has(self.managementPolicies) || '*' in self.managementPolicies || ('Create' in self.managementPolicies && 'Update' in self.managementPolicies && 'Delete' in self.managementPolicies)",message="spec.forProvider.rotation needs managementPolicies that include Create, Update and Delete (or '*'): rotating creates a new key, updates the connection Secret and revokes the previous key"
 // +kubebuilder:validation:XValidation:rule="!has(self.providerConfigRef) || self.providerConfigRef.kind in ['ProviderConfig', 'ClusterProviderConfig']",message="providerConfigRef.kind must be ProviderConfig (a ProviderConfig in this namespace) or ClusterProviderConfig"
 type WidgetKeySpec struct {
 	xpv2.ManagedResourceSpec `json:",inline"`
@@ -137,6 +148,12 @@ func (mg *WidgetKey) ReferencedNamespaces() map[string]string {
 // neither set nor resolved.
 func (mg *WidgetKey) GetWidgetName() string {
 	return ptr.Deref(mg.Spec.ForProvider.WidgetName, "")
+}
+
+// GetKeyRotation returns spec.forProvider.rotation, or nil when the key is
+// not rotated.
+func (mg *WidgetKey) GetKeyRotation() *commonv1beta1.KeyRotation {
+	return mg.Spec.ForProvider.Rotation
 }
 
 // GetWidgetKeyObservation returns the WidgetKey's status.atProvider. The

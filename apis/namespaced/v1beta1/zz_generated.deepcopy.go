@@ -10,6 +10,7 @@ package v1beta1
 
 import (
 	"github.com/crossplane/crossplane/apis/v2/core/v2"
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -115,6 +116,11 @@ func (in *WidgetKeyParameters) DeepCopyInto(out *WidgetKeyParameters) {
 	if in.WidgetNameSelector != nil {
 		in, out := &in.WidgetNameSelector, &out.WidgetNameSelector
 		*out = new(v2.NamespacedSelector)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.Rotation != nil {
+		in, out := &in.Rotation, &out.Rotation
+		*out = new(commonv1beta1.KeyRotation)
 		(*in).DeepCopyInto(*out)
 	}
 }

@@ -165,6 +165,12 @@ func (s *Session) GetKey(ctx context.Context, widget, key string) (*widgetapi.Ke
 	return k, s.check(err)
 }
 
+// ListKeys reads the keys of a widget.
+func (s *Session) ListKeys(ctx context.Context, widget string) (*widgetapi.KeyList, error) {
+	l, err := s.conn.Client.ListKeys(ctx, widget)
+	return l, s.check(err)
+}
+
 // CreateKey creates a key of a widget; the result holds the key's secret.
 func (s *Session) CreateKey(ctx context.Context, widget string, req widgetapi.CreateKeyRequest) (*widgetapi.KeyWithSecret, error) {
 	k, err := s.conn.Client.CreateKey(ctx, widget, req)

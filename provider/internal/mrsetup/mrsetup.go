@@ -59,6 +59,50 @@ type Deps struct {
 	// EventRecorders) while the layer ownEventBroadcaster is on; the
 	// manager's otherwise.
 	Recorders RecorderProvider
+	// Now, when set, tells the time that schedules (key rotation) are kept
+	// by; time.Now otherwise. Tests set it to move time forward.
+	Now func() time.Time
+
+	// wake is Setup's WithWakeUp.
+	wake func(resource.Managed) time.Time
+}
+
+// Clock returns d.Now, or time.Now when it is not set.
+func (d Deps) Clock() func() time.Time {
+	if d.Now != nil {
+		return d.Now
+	}
+	return time.Now
+}
+
+// An Option changes how Setup wires a kind.
+type Option func(*options)
+
+type options struct {
+	wake func(resource.Managed) time.Time
+}
+
+// WithWakeUp has a resource reconciled again by the time wake returns, when
+// that is before its next poll: a WidgetKey's next rotation is not put off
+// by up to a poll interval. A zero time schedules nothing.
+func WithWakeUp(wake func(resource.Managed) time.Time) Option {
+	return func(o *options) { o.wake = wake }
+}
+
+// minWakeUp is the soonest a wake-up requeues a resource.
+const minWakeUp = time.Second
+
+// wakeUp returns a poll interval hook that waits what hook says, or until
+// wake's time by now's clock when that is sooner (at least minWakeUp).
+func wakeUp(hook func(resource.Managed, time.Duration) time.Duration, wake func(resource.Managed) time.Time, now func() time.Time) func(resource.Managed, time.Duration) time.Duration {
+	return func(mg resource.Managed, poll time.Duration) time.Duration {
+		d := hook(mg, poll)
+		t := wake(mg)
+		if t.IsZero() {
+			return d
+		}
+		return min(d, max(t.Sub(now()), minWakeUp))
+	}
 }
 
 // TransitionPoll is the longest a resource that is not Ready waits for its
@@ -99,7 +143,12 @@ type Env struct {
 // with every layer of this provider switched on (see lean in layers.go).
 // newList must return an empty list of that kind.
 func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, gvk schema.GroupVersionKind,
-	newObj func() T, newList func() resource.ManagedList, connect func(Env) managed.TypedExternalConnector[T]) error {
+	newObj func() T, newList func() resource.ManagedList, connect func(Env) managed.TypedExternalConnector[T], opts ...Option) error {
+	var so options
+	for _, fn := range opts {
+		fn(&so)
+	}
+	d.wake = so.wake
 	s, err := build(mgr, o, d, gvk, newList, connect, lean)
 	if err != nil {
 		return err
@@ -226,6 +275,12 @@ func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	if r, ok := connector.(Releaser[T]); ok {
 		fin = &releasingFinalizer[T]{Finalizer: fin, release: r.Release, policies: policies}
 	}
+	// Not a layer but behaviour: a resource is reconciled again by the time
+	// d.wake says (a WidgetKey's next rotation), if that is before its poll.
+	pollHook := PollInterval(d.PollJitter)
+	if d.wake != nil {
+		pollHook = wakeUp(pollHook, d.wake, d.Clock())
+	}
 	opts := []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[T](connector),
 		managed.WithInitializers(initializer),
@@ -243,7 +298,7 @@ func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 		managed.WithLogger(log),
 		managed.WithRecorder(record),
 		managed.WithPollInterval(o.PollInterval),
-		managed.WithPollIntervalHook(PollInterval(d.PollJitter)),
+		managed.WithPollIntervalHook(pollHook),
 	}
 	if policies {
 		opts = append(opts, managed.WithManagementPolicies())
@@ -302,9 +357,8 @@ func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 // successful update of an external resource ("Successfully requested update
 // of external resource"): each connector of this provider that updates
 // records an event of its own that says why and what changed (drift
-// repaired, widget adopted, spec applied), and the generic one would be a
-// second event write for every drift repair. (WidgetKeys are never updated:
-// their Observe always reports them up to date.) It is a wrapper, not one of
+// repaired, widget adopted, spec applied, key rotated), and the generic one
+// would be a second event write for every drift repair. It is a wrapper, not one of
 // event.APIRecorder's filters, because APIRecorder.WithAnnotations, which the
 // managed reconciler calls at the start of every reconcile, drops them
 // (crossplane-runtime v2.4.0).

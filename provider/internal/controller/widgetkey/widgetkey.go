@@ -5,6 +5,8 @@ package widgetkey
 
 import (
 	"context"
+	"strings"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -49,6 +51,7 @@ const ReasonNotRevoked event.Reason = "KeyNotRevoked"
 type API interface {
 	GetWidget(ctx context.Context, name string) (*widgetapi.Widget, error)
 	GetKey(ctx context.Context, widget, key string) (*widgetapi.Key, error)
+	ListKeys(ctx context.Context, widget string) (*widgetapi.KeyList, error)
 	CreateKey(ctx context.Context, widget string, req widgetapi.CreateKeyRequest) (*widgetapi.KeyWithSecret, error)
 	DeleteKey(ctx context.Context, widget, key string) error
 }
@@ -72,6 +75,7 @@ type connector[T commonv1beta1.WidgetKeyResource] struct {
 	cache    SecretReader
 	live     SecretReader
 	record   event.Recorder
+	now      func() time.Time
 }
 
 // Connect resolves the ProviderConfig and returns a client for one reconcile.
@@ -80,7 +84,7 @@ func (c *connector[T]) Connect(ctx context.Context, mg T) (managed.TypedExternal
 	if err != nil {
 		return nil, err
 	}
-	return &external[T]{api: s, recent: s, cache: c.cache, live: c.live, record: c.record}, nil
+	return &external[T]{api: s, recent: s, cache: c.cache, live: c.live, record: c.record, now: c.now}, nil
 }
 
 // external manages one WidgetKey's key. Its API is a clients.Session, which
@@ -96,13 +100,26 @@ type external[T commonv1beta1.WidgetKeyResource] struct {
 	// acting on it.
 	cache, live SecretReader
 	record      event.Recorder
+	// now tells the time key rotations are scheduled by.
+	now func() time.Time
 
 	// lost is set by Observe when the key exists but its secret never
 	// reached the connection Secret: Create revokes it first.
 	lost bool
+	// lostKeys, when set, are the keys Create revokes when lost is set,
+	// instead of the external name's: a rotating key's family (see
+	// rotation.go). clearPrevious: Create also removes the previous key's
+	// entries from the connection Secret.
+	lostKeys      []string
+	clearPrevious bool
 	// revocable is set by Observe when it read the key and found it this
 	// resource's to revoke: Delete revokes no other.
 	revocable bool
+	// revoke, when set, are the keys Delete revokes instead of the
+	// external name's: a rotating key's family.
+	revoke []string
+	// rot is what Observe found of a rotating key, for Update.
+	rot *rotationPlan
 }
 
 // Observe reads the key's widget and the key. It acts only within the
@@ -113,7 +130,9 @@ type external[T commonv1beta1.WidgetKeyResource] struct {
 // missing, so that the resource goes and the key stays, and records an event
 // saying so. Observe never changes the Widget API: a key whose secret was
 // lost (the provider stopped between creating it and saving it) is reported
-// missing, and Create replaces it.
+// missing, and Create replaces it. A WidgetKey that rotates its key is
+// observed as a family of keys against its connection Secret instead (see
+// rotation.go).
 func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObservation, error) {
 	name, widget := meta.GetExternalName(mg), mg.GetWidgetName()
 	if name == "" {
@@ -151,6 +170,9 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	if reach && unborn(mg) {
 		// Nothing to read: Create makes the key.
 		return managed.ExternalObservation{}, nil
+	}
+	if rotates(mg) && (reach || meta.WasDeleted(mg)) {
+		return e.observeRotating(ctx, mg, w)
 	}
 
 	k, err := e.api.GetKey(ctx, widget, name)
@@ -337,7 +359,15 @@ func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreatio
 	if !names.Reaches(mg, w.Labels) {
 		return managed.ExternalCreation{}, outOfReach(mg, widget)
 	}
-	if e.lost {
+	if e.lost && e.lostKeys != nil {
+		for _, n := range e.lostKeys {
+			if err := e.api.DeleteKey(ctx, widget, n); err != nil && !widgetapi.IsNotFound(err) {
+				return managed.ExternalCreation{}, errors.Wrapf(err, "cannot revoke key %s whose secret was lost", n)
+			}
+		}
+		e.record.Event(mg, event.Normal(ReasonRotated, "The connection Secret holds no valid key of this WidgetKey (it was deleted, or its key revoked outside Crossplane): revoked keys "+strings.Join(e.lostKeys, ", ")+", whose secrets are lost, to create a new one"))
+	}
+	if e.lost && e.lostKeys == nil {
 		if err := e.api.DeleteKey(ctx, widget, name); err != nil && !widgetapi.IsNotFound(err) {
 			return managed.ExternalCreation{}, errors.Wrap(err, "cannot revoke key whose secret was lost")
 		}
@@ -368,12 +398,18 @@ func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreatio
 		// Secret as it wants it, and does not write it again.
 		cd[DetailEndpoint] = []byte(w.Endpoint)
 	}
+	if e.clearPrevious {
+		cd[DetailPreviousKey], cd[DetailPreviousKeyName] = nil, nil
+	}
 	return managed.ExternalCreation{ConnectionDetails: cd}, nil
 }
 
-// Update does nothing: keys have no mutable fields (the CRD makes them
-// immutable).
-func (e *external[T]) Update(context.Context, T) (managed.ExternalUpdate, error) {
+// Update rotates a rotating key (see rotation.go); for any other it does
+// nothing: keys have no mutable fields (the CRD makes them immutable).
+func (e *external[T]) Update(ctx context.Context, mg T) (managed.ExternalUpdate, error) {
+	if e.rot != nil {
+		return e.updateRotating(ctx, mg)
+	}
 	return managed.ExternalUpdate{}, nil
 }
 
@@ -383,6 +419,14 @@ func (e *external[T]) Update(context.Context, T) (managed.ExternalUpdate, error)
 func (e *external[T]) Delete(ctx context.Context, mg T) (managed.ExternalDelete, error) {
 	widget := mg.GetWidgetName()
 	if widget == "" || !e.revocable {
+		return managed.ExternalDelete{}, nil
+	}
+	for _, n := range e.revoke {
+		if err := e.api.DeleteKey(ctx, widget, n); err != nil && !widgetapi.IsNotFound(err) {
+			return managed.ExternalDelete{}, errors.Wrapf(err, "cannot revoke key %s", n)
+		}
+	}
+	if e.revoke != nil {
 		return managed.ExternalDelete{}, nil
 	}
 	err := e.api.DeleteKey(ctx, widget, meta.GetExternalName(mg))
@@ -404,6 +448,11 @@ func observeOnly(mg resource.Managed) bool {
 // Go type is T.
 func Setup[T commonv1beta1.WidgetKeyResource](mgr ctrl.Manager, o controller.Options, d mrsetup.Deps, gvk schema.GroupVersionKind, newObj func() T, newList func() resource.ManagedList) error {
 	return mrsetup.Setup(mgr, o, d, gvk, newObj, newList, func(env mrsetup.Env) managed.TypedExternalConnector[T] {
-		return &connector[T]{kind: env.Kind, sessions: d.Sessions, delay: env.Limiter, cache: env.Secrets, live: mgr.GetAPIReader(), record: env.Record}
-	})
+		return &connector[T]{kind: env.Kind, sessions: d.Sessions, delay: env.Limiter, cache: env.Secrets, live: mgr.GetAPIReader(), record: env.Record, now: d.Clock()}
+	}, mrsetup.WithWakeUp(func(mg resource.Managed) time.Time {
+		if k, ok := mg.(commonv1beta1.WidgetKeyResource); ok {
+			return NextWakeUp(k)
+		}
+		return time.Time{}
+	}))
 }

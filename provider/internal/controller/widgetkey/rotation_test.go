@@ -1,0 +1,748 @@
+package widgetkey
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
+	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
+	"github.com/widgetco/crossplane-widget/provider/internal/fakes"
+	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/widgetapi"
+	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
+	"github.com/widgetco/crossplane-widget/widgetapi/server"
+)
+
+func TestRotatedName(t *testing.T) {
+	long := strings.Repeat("a", 60) + "-bcd"
+	dashed := strings.Repeat("a", 58) + "-bcdef"
+	cases := map[string]struct {
+		reason string
+		base   string
+		n      int
+		want   string
+	}{
+		"Short":   {reason: "A short base name gets -r<n>.", base: "team-a-ci-1a2b3c4d", n: 1, want: "team-a-ci-1a2b3c4d-r1"},
+		"Many":    {reason: "Generations count up without bound.", base: "ci", n: 12345, want: "ci-r12345"},
+		"Long":    {reason: "A base of 63 characters is shortened to fit the suffix.", base: long[:63], n: 2, want: long[:60] + "-r2"},
+		"NoDash":  {reason: "Shortening never leaves a dash before the suffix.", base: dashed, n: 10, want: strings.Repeat("a", 58) + "-r10"},
+		"Longest": {reason: "The result is at most 63 characters.", base: strings.Repeat("x", 63), n: 999, want: strings.Repeat("x", 58) + "-r999"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := rotatedName(tc.base, tc.n)
+			if got != tc.want {
+				t.Errorf("%s\nrotatedName(%q, %d): want %q, got %q", tc.reason, tc.base, tc.n, tc.want, got)
+			}
+			if !widgetapi.ValidName(got) {
+				t.Errorf("%s\nrotatedName(%q, %d) = %q is not a valid key name", tc.reason, tc.base, tc.n, got)
+			}
+			if g := generation(tc.base, got); g != tc.n {
+				t.Errorf("%s\ngeneration(%q, %q): want %d, got %d", tc.reason, tc.base, got, tc.n, g)
+			}
+		})
+	}
+}
+
+func TestGeneration(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		name   string
+		want   int
+	}{
+		"Base":          {reason: "The external name's key is generation 0.", name: "ci", want: 0},
+		"Rotated":       {reason: "ci-r3 is the third rotation's key.", name: "ci-r3", want: 3},
+		"Zero":          {reason: "There is no rotation 0.", name: "ci-r0", want: -1},
+		"LeadingZero":   {reason: "A name rotatedName would not make is not of the family.", name: "ci-r01", want: -1},
+		"OtherFamily":   {reason: "Another key's rotations are not of this family.", name: "cid-r1", want: -1},
+		"NotANumber":    {reason: "A suffix that is not a number is not of the family.", name: "ci-rx", want: -1},
+		"Unrelated":     {reason: "An unrelated key is not of the family.", name: "deploy", want: -1},
+		"NestedRotated": {reason: "A rotation of a rotated name is not of the family.", name: "ci-r1-r1", want: -1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := generation("ci", tc.name); got != tc.want {
+				t.Errorf("%s\ngeneration(%q, %q): want %d, got %d", tc.reason, "ci", tc.name, tc.want, got)
+			}
+		})
+	}
+}
+
+func TestPlan(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	at := t0.Add
+	key := func(name string, created time.Duration) *widgetapi.Key {
+		return &widgetapi.Key{ID: "id-" + name, Name: name, Widget: widgetName, CreatedAt: at(created)}
+	}
+	secret := func(cur, prev string) map[string][]byte {
+		d := map[string][]byte{DetailKey: []byte("wks_" + cur), DetailKeyName: []byte(cur)}
+		if prev != "" {
+			d[DetailPreviousKey], d[DetailPreviousKeyName] = []byte("wks_"+prev), []byte(prev)
+		}
+		return d
+	}
+	rot := func(period, overlap time.Duration, requested *time.Time) *commonv1beta1.KeyRotation {
+		r := &commonv1beta1.KeyRotation{Overlap: metav1.Duration{Duration: overlap}}
+		if period > 0 {
+			r.Period = &metav1.Duration{Duration: period}
+		}
+		if requested != nil {
+			r.RequestedAt = ptr.To(metav1.NewTime(*requested))
+		}
+		return r
+	}
+	type want struct {
+		current, previous string
+		unused            []string
+		revokePrevious    bool
+		rotate            bool
+		next              time.Time
+		honours           bool
+	}
+	cases := map[string]struct {
+		reason   string
+		rotation *commonv1beta1.KeyRotation
+		status   commonv1beta1.WidgetKeyObservation
+		owned    []*widgetapi.Key
+		secret   map[string][]byte
+		now      time.Time
+		want     want
+	}{
+		"NotDue": {
+			reason:   "A key younger than the period is kept; the next rotation is a period after its creation.",
+			rotation: rot(24*time.Hour, time.Hour, nil),
+			owned:    []*widgetapi.Key{key("ci", 0)},
+			secret:   secret("ci", ""),
+			now:      at(23 * time.Hour),
+			want:     want{current: "ci", next: at(24 * time.Hour)},
+		},
+		"Due": {
+			reason:   "A key as old as the period is rotated.",
+			rotation: rot(24*time.Hour, time.Hour, nil),
+			owned:    []*widgetapi.Key{key("ci", 0)},
+			secret:   secret("ci", ""),
+			now:      at(24 * time.Hour),
+			want:     want{current: "ci", rotate: true, next: at(24 * time.Hour)},
+		},
+		"InOverlap": {
+			reason:   "During the overlap the previous key stays, and the next rotation is a period after the current key's creation.",
+			rotation: rot(24*time.Hour, time.Hour, nil),
+			owned:    []*widgetapi.Key{key("ci", 0), key("ci-r1", 24*time.Hour)},
+			secret:   secret("ci-r1", "ci"),
+			now:      at(24*time.Hour + 59*time.Minute),
+			want:     want{current: "ci-r1", previous: "ci", next: at(48 * time.Hour)},
+		},
+		"OverlapOver": {
+			reason:   "Once the overlap after the current key's creation has passed, the previous key is revoked.",
+			rotation: rot(24*time.Hour, time.Hour, nil),
+			owned:    []*widgetapi.Key{key("ci", 0), key("ci-r1", 24*time.Hour)},
+			secret:   secret("ci-r1", "ci"),
+			now:      at(25 * time.Hour),
+			want:     want{current: "ci-r1", previous: "ci", revokePrevious: true, next: at(48 * time.Hour)},
+		},
+		"UnusedKey": {
+			reason:   "A key of the family the Secret names in neither entry (a crash after a rotation's create) is revoked.",
+			rotation: rot(24*time.Hour, time.Hour, nil),
+			owned:    []*widgetapi.Key{key("ci", 0), key("ci-r1", 24*time.Hour)},
+			secret:   secret("ci", ""),
+			now:      at(24*time.Hour + time.Second),
+			want:     want{current: "ci", unused: []string{"ci-r1"}, rotate: true, next: at(24 * time.Hour)},
+		},
+		"PreviousGone": {
+			reason:   "A previous key that is gone from the API (a crash after its revocation) is no previous key.",
+			rotation: rot(24*time.Hour, time.Hour, nil),
+			owned:    []*widgetapi.Key{key("ci-r1", 24*time.Hour)},
+			secret:   secret("ci-r1", "ci"),
+			now:      at(26 * time.Hour),
+			want:     want{current: "ci-r1", next: at(48 * time.Hour)},
+		},
+		"CurrentRevokedOutside": {
+			reason:   "When the Secret's key is gone, there is no current key: the keys are lost (Observe hands them all to Create).",
+			rotation: rot(24*time.Hour, time.Hour, nil),
+			owned:    []*widgetapi.Key{key("ci", 0)},
+			secret:   secret("ci-r1", "ci"),
+			now:      at(26 * time.Hour),
+			want:     want{previous: "ci"},
+		},
+		"NoSecret": {
+			reason:   "Without a Secret there is no current key.",
+			rotation: rot(24*time.Hour, time.Hour, nil),
+			owned:    []*widgetapi.Key{key("ci", 0)},
+			now:      at(time.Hour),
+			want:     want{unused: []string{"ci"}},
+		},
+		"RequestedNow": {
+			reason:   "A requestedAt after the current key's creation and not in the future rotates now, before the period.",
+			rotation: rot(24*time.Hour, time.Hour, ptr.To(at(2*time.Hour))),
+			owned:    []*widgetapi.Key{key("ci", 0)},
+			secret:   secret("ci", ""),
+			now:      at(2*time.Hour + time.Second),
+			want:     want{current: "ci", rotate: true, next: at(2 * time.Hour), honours: true},
+		},
+		"RequestedInFuture": {
+			reason:   "A requestedAt in the future schedules the rotation.",
+			rotation: rot(24*time.Hour, time.Hour, ptr.To(at(5*time.Hour))),
+			owned:    []*widgetapi.Key{key("ci", 0)},
+			secret:   secret("ci", ""),
+			now:      at(2 * time.Hour),
+			want:     want{current: "ci", next: at(5 * time.Hour)},
+		},
+		"RequestedBeforeCurrentKey": {
+			reason:   "A requestedAt before the current key's creation was honoured already.",
+			rotation: rot(24*time.Hour, time.Hour, ptr.To(at(-time.Hour))),
+			owned:    []*widgetapi.Key{key("ci", 0)},
+			secret:   secret("ci", ""),
+			now:      at(2 * time.Hour),
+			want:     want{current: "ci", next: at(24 * time.Hour)},
+		},
+		"RequestedAlreadyHonoured": {
+			reason:   "A requestedAt the status says a rotation honoured is not honoured again (the API's clock may lag).",
+			rotation: rot(24*time.Hour, time.Hour, ptr.To(at(2*time.Hour))),
+			status:   commonv1beta1.WidgetKeyObservation{RotationRequestedAt: ptr.To(metav1.NewTime(at(2 * time.Hour)))},
+			owned:    []*widgetapi.Key{key("ci", 0)},
+			secret:   secret("ci", ""),
+			now:      at(3 * time.Hour),
+			want:     want{current: "ci", next: at(24 * time.Hour)},
+		},
+		"RequestedDuringOverlap": {
+			reason:   "A rotation requested during an overlap waits for the previous key's revocation.",
+			rotation: rot(24*time.Hour, time.Hour, ptr.To(at(24*time.Hour+10*time.Minute))),
+			owned:    []*widgetapi.Key{key("ci", 0), key("ci-r1", 24*time.Hour)},
+			secret:   secret("ci-r1", "ci"),
+			now:      at(24*time.Hour + 20*time.Minute),
+			want:     want{current: "ci-r1", previous: "ci", next: at(25 * time.Hour), honours: true},
+		},
+		"RequestedAtOverlapEnd": {
+			reason:   "Once the overlap has passed, a pending request revokes the previous key and rotates in one go.",
+			rotation: rot(24*time.Hour, time.Hour, ptr.To(at(24*time.Hour+10*time.Minute))),
+			owned:    []*widgetapi.Key{key("ci", 0), key("ci-r1", 24*time.Hour)},
+			secret:   secret("ci-r1", "ci"),
+			now:      at(25 * time.Hour),
+			want:     want{current: "ci-r1", previous: "ci", revokePrevious: true, rotate: true, next: at(24*time.Hour + 10*time.Minute), honours: true},
+		},
+		"OnDemandOnly": {
+			reason:   "Without a period nothing is scheduled.",
+			rotation: rot(0, time.Hour, nil),
+			owned:    []*widgetapi.Key{key("ci", 0)},
+			secret:   secret("ci", ""),
+			now:      at(1000 * time.Hour),
+			want:     want{current: "ci"},
+		},
+		"RotationTurnedOff": {
+			reason: "With rotation removed during an overlap, the previous key is revoked when the status said it would be.",
+			status: commonv1beta1.WidgetKeyObservation{Previous: &commonv1beta1.PreviousKeyObservation{Name: "ci", RevokeAt: ptr.To(metav1.NewTime(at(25 * time.Hour)))}},
+			owned:  []*widgetapi.Key{key("ci", 0), key("ci-r1", 24*time.Hour)},
+			secret: secret("ci-r1", "ci"),
+			now:    at(25 * time.Hour),
+			want:   want{current: "ci-r1", previous: "ci", revokePrevious: true},
+		},
+		"RotationTurnedOffNoStatus": {
+			reason: "With rotation removed and the status lost, the previous key keeps the shortest overlap.",
+			owned:  []*widgetapi.Key{key("ci", 0), key("ci-r1", 24*time.Hour)},
+			secret: secret("ci-r1", "ci"),
+			now:    at(24*time.Hour + 4*time.Minute),
+			want:   want{current: "ci-r1", previous: "ci"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			mg := newNamespaced()
+			explicitName("ci")(mg)
+			mg.Spec.ForProvider.Rotation = tc.rotation
+			mg.SetWidgetKeyObservation(tc.status)
+			owned := map[string]*widgetapi.Key{}
+			for _, k := range tc.owned {
+				owned[k.Name] = k
+			}
+			p := (&external[*nsv1beta1WidgetKey]{}).plan(mg, owned, tc.secret, tc.now)
+			got := want{unused: p.unused, revokePrevious: p.revokePrevious, rotate: p.rotate, next: p.next, honours: p.honours != nil}
+			if p.current != nil {
+				got.current = p.current.Name
+			}
+			if p.previous != nil {
+				got.previous = p.previous.Name
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{}), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nplan: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// A clock is a test's time: real time moved forward by what the test says.
+type clock struct{ off atomic.Int64 }
+
+func (c *clock) now() time.Time               { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *clock) advance(d time.Duration)      { c.off.Add(int64(d)) }
+func (c *clock) serverOpts(o *server.Options) { o.Now = c.now }
+
+// secretStore is a connection Secret as crossplane-runtime's publisher
+// leaves it: connection details merged into its data, a nil detail removing
+// its entry (the publisher merge-patches the Secret).
+type secretStore struct {
+	data map[string][]byte
+	// stale, when set, is what a lagging reader finds instead.
+	stale map[string][]byte
+	// lagging makes Get answer stale.
+	lagging bool
+}
+
+func (s *secretStore) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	d := s.data
+	if s.lagging {
+		d = s.stale
+	}
+	if d == nil {
+		return kerrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, key.Name)
+	}
+	obj.(*corev1.Secret).Data = maps.Clone(d) //nolint:forcetypeassert // Only Secrets are read.
+	return nil
+}
+
+func (s *secretStore) publish(cd managed.ConnectionDetails) {
+	if len(cd) == 0 {
+		return
+	}
+	if s.data == nil {
+		s.data = map[string][]byte{}
+	}
+	for k, v := range cd {
+		if v == nil {
+			delete(s.data, k)
+			continue
+		}
+		s.data[k] = v
+	}
+}
+
+// world is a rotating WidgetKey, its widget in the reference server, its
+// connection Secret and a clock, driven reconcile by reconcile as
+// crossplane-runtime's managed reconciler drives a client.
+type world struct {
+	t   *testing.T
+	env *apitest.Env
+	api *widgetapi.Client
+	// inspect reads what the test checks, with a token of its own: the
+	// rate limit is per token.
+	inspect *widgetapi.Client
+	clock   *clock
+	secret  *secretStore
+	rec     *fakes.Recorder
+	mg      *nsv1beta1WidgetKey
+}
+
+// tokenInspector is the test's own token for the project of apitest.TokenA.
+const tokenInspector = "inspector-token-for-project-a"
+
+// nsv1beta1WidgetKey is the namespaced kind, named for the generic tests.
+type nsv1beta1WidgetKey = nsv1beta1.WidgetKey
+
+func newWorld(t *testing.T, r *commonv1beta1.KeyRotation, opts ...apitest.Option) *world {
+	t.Helper()
+	c := &clock{}
+	inspector := apitest.WithOptions(func(o *server.Options) { o.Tokens[tokenInspector] = apitest.ProjectA })
+	env := apitest.Start(t, append([]apitest.Option{apitest.WithOptions(c.serverOpts), inspector}, opts...)...)
+	w := &world{t: t, env: env, api: env.Client(t, apitest.TokenA), inspect: env.Client(t, tokenInspector), clock: c, secret: &secretStore{}, rec: &fakes.Recorder{}, mg: newNamespaced()}
+	for _, m := range []mod{unbornName(), forWidget(widgetName), writesSecret(), described("ci")} {
+		m(w.mg)
+	}
+	w.mg.Spec.ForProvider.Rotation = r
+	seedWidget(t, w.api, widgetapi.StateReady, ownedWidget(w.mg))
+	return w
+}
+
+func (w *world) external(api API) *external[*nsv1beta1WidgetKey] {
+	return &external[*nsv1beta1WidgetKey]{api: api, cache: w.secret, live: w.secret, record: w.rec, now: w.clock.now}
+}
+
+// step says where a reconcile stops, as a provider that crashes there.
+type step int
+
+const (
+	complete step = iota
+	// crashBeforePublish stops after Create or Update returned, before
+	// their connection details are published.
+	crashBeforePublish
+)
+
+// reconcile runs one reconcile: Observe, publish, then Create or Update
+// and publish, unless it stops at stop. It returns the first error.
+func (w *world) reconcile(stop step) (managed.ExternalObservation, error) {
+	w.t.Helper()
+	return w.reconcileWith(w.api, stop)
+}
+
+func (w *world) reconcileWith(api API, stop step) (managed.ExternalObservation, error) {
+	w.t.Helper()
+	e := w.external(api)
+	obs, err := e.Observe(w.t.Context(), w.mg)
+	if err != nil {
+		return obs, err
+	}
+	w.secret.publish(obs.ConnectionDetails)
+	var cd managed.ConnectionDetails
+	switch {
+	case !obs.ResourceExists:
+		// As the managed reconciler records before every create.
+		meta.SetExternalCreatePending(w.mg, w.clock.now())
+		c, err := e.Create(w.t.Context(), w.mg)
+		if err != nil {
+			return obs, err
+		}
+		cd = c.ConnectionDetails
+	case !obs.ResourceUpToDate:
+		u, err := e.Update(w.t.Context(), w.mg)
+		if err != nil {
+			return obs, err
+		}
+		cd = u.ConnectionDetails
+	default:
+		return obs, nil
+	}
+	if stop == crashBeforePublish {
+		return obs, nil
+	}
+	w.secret.publish(cd)
+	return obs, nil
+}
+
+// must runs a complete reconcile that must succeed.
+func (w *world) must() managed.ExternalObservation {
+	w.t.Helper()
+	obs, err := w.reconcile(complete)
+	if err != nil {
+		w.t.Fatalf("reconcile: %v", err)
+	}
+	return obs
+}
+
+// keys returns the names of the widget's keys.
+func (w *world) keys() []string {
+	w.t.Helper()
+	l, err := w.inspect.ListKeys(w.t.Context(), widgetName)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	out := make([]string, 0, len(l.Items))
+	for _, k := range l.Items {
+		out = append(out, k.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// secretNames returns what the connection Secret names: key and previous
+// key, and whether each secret is set.
+func (w *world) secretNames() []string {
+	d := w.secret.data
+	out := []string{}
+	if len(d[DetailKey]) > 0 {
+		out = append(out, "key="+string(d[DetailKeyName]))
+	}
+	if len(d[DetailPreviousKey]) > 0 {
+		out = append(out, "previousKey="+string(d[DetailPreviousKeyName]))
+	}
+	return out
+}
+
+// checkValid fails unless the Secret's key names a key that exists.
+func (w *world) checkValid(when string) {
+	w.t.Helper()
+	cur := string(w.secret.data[DetailKeyName])
+	if len(w.secret.data[DetailKey]) == 0 || !slices.Contains(w.keys(), cur) {
+		w.t.Errorf("%s: the connection Secret's key %q is not a valid key (keys %v)", when, cur, w.keys())
+	}
+}
+
+func (w *world) expect(when string, keys, secret []string) {
+	w.t.Helper()
+	if diff := cmp.Diff(keys, w.keys()); diff != "" {
+		w.t.Errorf("%s: keys in the Widget API: -want, +got:\n%s", when, diff)
+	}
+	if diff := cmp.Diff(secret, w.secretNames()); diff != "" {
+		w.t.Errorf("%s: connection Secret: -want, +got:\n%s", when, diff)
+	}
+}
+
+func (w *world) reasons() []event.Reason {
+	out := []event.Reason{}
+	for _, e := range w.rec.Events() {
+		out = append(out, e.Reason)
+	}
+	return out
+}
+
+func rotation(period, overlap time.Duration) *commonv1beta1.KeyRotation {
+	return &commonv1beta1.KeyRotation{Period: &metav1.Duration{Duration: period}, Overlap: metav1.Duration{Duration: overlap}}
+}
+
+// TestRotationTimeline: create, rotate after the period with both keys in
+// the Secret, revoke the previous key after the overlap, with status and
+// events saying so.
+func TestRotationTimeline(t *testing.T) {
+	w := newWorld(t, rotation(24*time.Hour, time.Hour))
+	w.must() // creates the key
+	w.must() // observes it
+	base := w.mg.GetAnnotations()[names.AnnotationDefaultExternalName]
+	w.expect("created", []string{base}, []string{"key=" + base})
+	first := w.secret.data[DetailKey]
+	o := w.mg.GetWidgetKeyObservation()
+	if o.Name != base || o.CreatedAt == nil || o.NextRotationAt == nil || !o.NextRotationAt.Equal(ptr.To(metav1.NewTime(o.CreatedAt.Add(24*time.Hour)))) {
+		t.Errorf("status after create: want name %s and the next rotation a period after createdAt, got %+v", base, o)
+	}
+
+	w.clock.advance(23 * time.Hour)
+	if obs := w.must(); !obs.ResourceUpToDate {
+		t.Errorf("before the period: want the key up to date")
+	}
+	w.clock.advance(time.Hour)
+	w.must()
+	r1 := base + "-r1"
+	w.expect("rotated", []string{base, r1}, []string{"key=" + r1, "previousKey=" + base})
+	if string(w.secret.data[DetailPreviousKey]) != string(first) {
+		t.Errorf("rotated: previousKey must be the first key's secret")
+	}
+	o = w.mg.GetWidgetKeyObservation()
+	if o.Name != r1 || o.Previous == nil || o.Previous.Name != base || o.Previous.RevokeAt == nil {
+		t.Errorf("status after rotation: want current %s and previous %s with a revocation time, got %+v", r1, base, o)
+	}
+
+	w.clock.advance(59 * time.Minute)
+	if obs := w.must(); !obs.ResourceUpToDate {
+		t.Errorf("during the overlap: want the key up to date")
+	}
+	w.expect("in the overlap", []string{base, r1}, []string{"key=" + r1, "previousKey=" + base})
+	w.clock.advance(time.Minute)
+	w.must()
+	w.expect("overlap over", []string{r1}, []string{"key=" + r1})
+	if o := w.mg.GetWidgetKeyObservation(); o.Previous != nil || o.NextRotationAt == nil {
+		t.Errorf("status after the overlap: want no previous key and a next rotation, got %+v", o)
+	}
+	if diff := cmp.Diff([]event.Reason{ReasonKeyRotated, ReasonPreviousKeyRevoked}, w.reasons()); diff != "" {
+		t.Errorf("events: -want, +got:\n%s", diff)
+	}
+	for _, e := range w.rec.Events() {
+		for _, s := range [][]byte{first, w.secret.data[DetailKey]} {
+			if strings.Contains(e.Message, string(s)) {
+				t.Errorf("event %s holds a key secret", e.Reason)
+			}
+		}
+	}
+
+	// A second period later, the next rotation.
+	w.clock.advance(23 * time.Hour)
+	w.must()
+	w.expect("second rotation", []string{r1, base + "-r2"}, []string{"key=" + base + "-r2", "previousKey=" + r1})
+}
+
+// TestRotationCrashes stops a rotation at each point a provider can crash
+// and checks that the next reconcile finishes it, that the Secret's key is
+// valid throughout, and that at most one key is extra.
+func TestRotationCrashes(t *testing.T) {
+	t.Run("AfterCreateBeforeSecret", func(t *testing.T) {
+		w := newWorld(t, rotation(24*time.Hour, time.Hour))
+		w.must()
+		w.must()
+		base := string(w.secret.data[DetailKeyName])
+		w.clock.advance(24 * time.Hour)
+		if _, err := w.reconcile(crashBeforePublish); err != nil {
+			t.Fatal(err)
+		}
+		w.expect("crashed after the create", []string{base, base + "-r1"}, []string{"key=" + base})
+		w.checkValid("crashed after the create")
+		w.must()
+		w.expect("recovered", []string{base, base + "-r1"}, []string{"key=" + base + "-r1", "previousKey=" + base})
+		w.checkValid("recovered")
+		if diff := cmp.Diff([]event.Reason{ReasonKeyRotated, ReasonUnusedKeyRevoked, ReasonKeyRotated}, w.reasons()); diff != "" {
+			t.Errorf("events: -want, +got:\n%s", diff)
+		}
+	})
+	t.Run("AfterRevokeBeforeSecret", func(t *testing.T) {
+		w := newWorld(t, rotation(24*time.Hour, time.Hour))
+		w.must()
+		w.must()
+		base := string(w.secret.data[DetailKeyName])
+		w.clock.advance(24 * time.Hour)
+		w.must()
+		w.clock.advance(time.Hour)
+		if _, err := w.reconcile(crashBeforePublish); err != nil {
+			t.Fatal(err)
+		}
+		w.expect("crashed after the revoke", []string{base + "-r1"}, []string{"key=" + base + "-r1", "previousKey=" + base})
+		w.checkValid("crashed after the revoke")
+		if obs := w.must(); !obs.ResourceUpToDate {
+			t.Errorf("after the crash: a previous key that is gone needs no Update, only the Secret changed")
+		}
+		w.expect("recovered", []string{base + "-r1"}, []string{"key=" + base + "-r1"})
+	})
+	t.Run("SecretLaggingAfterRotation", func(t *testing.T) {
+		w := newWorld(t, rotation(24*time.Hour, time.Hour))
+		w.must()
+		w.must()
+		base := string(w.secret.data[DetailKeyName])
+		w.secret.stale = maps.Clone(w.secret.data)
+		w.clock.advance(24 * time.Hour)
+		w.must()
+		// A cached copy from before the rotation names the new key in
+		// neither entry: acting on it would revoke the Secret's key.
+		w.secret.lagging = true
+		e := w.external(w.api)
+		e.live = &secretStore{data: w.secret.data}
+		if _, err := e.Observe(t.Context(), w.mg); err != nil {
+			t.Fatal(err)
+		}
+		if e.rot == nil || len(e.rot.unused) != 0 || e.rot.rotate {
+			t.Errorf("Observe with a lagging cache: want nothing to revoke or rotate (the live Secret says so), got %+v", e.rot)
+		}
+		w.secret.lagging = false
+		w.expect("after", []string{base, base + "-r1"}, []string{"key=" + base + "-r1", "previousKey=" + base})
+	})
+	t.Run("SecretDeleted", func(t *testing.T) {
+		w := newWorld(t, rotation(24*time.Hour, time.Hour))
+		w.must()
+		w.must()
+		base := string(w.secret.data[DetailKeyName])
+		w.clock.advance(24 * time.Hour)
+		w.must()
+		w.secret.data = nil
+		w.must()
+		w.expect("Secret deleted", []string{base}, []string{"key=" + base})
+		w.checkValid("Secret deleted")
+	})
+}
+
+// TestRotateNow: a requestedAt rotates at once, once.
+func TestRotateNow(t *testing.T) {
+	w := newWorld(t, rotation(720*time.Hour, time.Hour))
+	w.must()
+	w.must()
+	base := string(w.secret.data[DetailKeyName])
+	w.clock.advance(time.Minute)
+	req := metav1.NewTime(w.clock.now().Truncate(time.Second))
+	w.mg.Spec.ForProvider.Rotation.RequestedAt = &req
+	w.must()
+	w.expect("rotated on request", []string{base, base + "-r1"}, []string{"key=" + base + "-r1", "previousKey=" + base})
+	if got := w.mg.GetWidgetKeyObservation().RotationRequestedAt; got == nil || !got.Equal(&req) {
+		t.Errorf("status.atProvider.rotationRequestedAt: want %v, got %v", req, got)
+	}
+	w.clock.advance(2 * time.Hour)
+	w.must()
+	w.must()
+	w.expect("once", []string{base + "-r1"}, []string{"key=" + base + "-r1"})
+}
+
+// TestRotationRateLimited: a 429 in the middle of a rotation (the reference
+// server's own, after its burst) fails the reconcile with the API's error
+// and changes nothing the Secret relies on; the retry, once the server's
+// limit allows, finishes it.
+func TestRotationRateLimited(t *testing.T) {
+	w := newWorld(t, rotation(24*time.Hour, time.Hour), apitest.WithOptions(apitest.RateLimited))
+	w.must()
+	w.must()
+	base := string(w.secret.data[DetailKeyName])
+	// Rotate on request, not by moving the clock: the reference server's
+	// limiter cancels a refused reservation by the real clock, which a
+	// clock moved by a day makes refill.
+	w.clock.advance(time.Second)
+	w.mg.Spec.ForProvider.Rotation.RequestedAt = ptr.To(metav1.NewTime(w.clock.now()))
+	w.clock.advance(time.Second)
+	e := w.external(w.api)
+	obs, err := e.Observe(t.Context(), w.mg)
+	if err != nil || obs.ResourceUpToDate {
+		t.Fatalf("Observe: want a rotation due, got %+v, %v", obs, err)
+	}
+	apitest.Exhaust(t, w.api)
+	if _, err := e.Update(t.Context(), w.mg); !isRateLimited(err) {
+		t.Fatalf("Update: want the 429 back, got %v", err)
+	}
+	w.expect("throttled", []string{base}, []string{"key=" + base})
+	// The server allows a call per 1000 s, by its clock: retry as the
+	// reconciler does, after Retry-After, until the rotation is through.
+	for i := 0; ; i++ {
+		w.clock.advance(1000 * time.Second)
+		_, err := w.reconcile(complete)
+		if err == nil {
+			break
+		}
+		if !isRateLimited(err) || i == 100 {
+			t.Fatalf("retry %d: want success or a 429, got %v", i, err)
+		}
+		w.checkValid("between retries")
+	}
+	w.expect("retried", []string{base, base + "-r1"}, []string{"key=" + base + "-r1", "previousKey=" + base})
+}
+
+// TestRotationDelete: deleting a rotating WidgetKey during an overlap
+// revokes both its keys, and no key it did not create.
+func TestRotationDelete(t *testing.T) {
+	w := newWorld(t, rotation(24*time.Hour, time.Hour))
+	w.must()
+	w.must()
+	base := string(w.secret.data[DetailKeyName])
+	w.clock.advance(24 * time.Hour)
+	w.must()
+	seedKey(t, w.api, base+"-r7", "", map[string]string{names.OwnerLabel: "n_team-b.other"})
+	deleted()(w.mg)
+	e := w.external(w.api)
+	obs, err := e.Observe(t.Context(), w.mg)
+	if err != nil || !obs.ResourceExists {
+		t.Fatalf("Observe while deleting: want the keys found, got %+v, %v", obs, err)
+	}
+	if _, err := e.Delete(t.Context(), w.mg); err != nil {
+		t.Fatal(err)
+	}
+	w.expect("deleted", []string{base + "-r7"}, []string{"key=" + base + "-r1", "previousKey=" + base})
+}
+
+// TestRotationRefusals: a rotating WidgetKey that cannot rotate safely
+// says why and revokes nothing.
+func TestRotationRefusals(t *testing.T) {
+	t.Run("ExternalNameTakenByAnother", func(t *testing.T) {
+		w := newWorld(t, rotation(24*time.Hour, time.Hour))
+		explicitName("shared")(w.mg)
+		meta.SetExternalCreatePending(w.mg, w.clock.now())
+		seedKey(t, w.api, "shared", "", map[string]string{names.OwnerLabel: "n_team-b.other"})
+		w.secret.data = map[string][]byte{DetailKey: []byte("wks_x"), DetailKeyName: []byte("shared")}
+		w.clock.advance(48 * time.Hour)
+		_, err := w.reconcile(complete)
+		if err == nil || !strings.Contains(err.Error(), "did not create") {
+			t.Errorf("reconcile: want an error saying the key is not this WidgetKey's, got %v", err)
+		}
+		if diff := cmp.Diff([]string{"shared"}, w.keys()); diff != "" {
+			t.Errorf("keys: -want, +got:\n%s", diff)
+		}
+	})
+	t.Run("NoConnectionSecret", func(t *testing.T) {
+		w := newWorld(t, rotation(24*time.Hour, time.Hour))
+		w.must()
+		base := string(w.secret.data[DetailKeyName])
+		// As a v1alpha1 write could leave it: rotation without a
+		// connection Secret, which v1beta1's schema refuses.
+		w.mg.SetWriteConnectionSecretToReference(nil)
+		w.clock.advance(48 * time.Hour)
+		_, err := w.reconcile(complete)
+		if err == nil || !strings.Contains(err.Error(), "writeConnectionSecretToRef") {
+			t.Errorf("reconcile: want an error naming writeConnectionSecretToRef, got %v", err)
+		}
+		if diff := cmp.Diff([]string{base}, w.keys()); diff != "" {
+			t.Errorf("keys: -want, +got:\n%s", diff)
+		}
+	})
+}
