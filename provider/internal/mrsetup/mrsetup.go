@@ -245,6 +245,9 @@ func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	// forget a resource whose finalizer is removed.
 	limiter := ratelimit.New(ratelimiter.NewController())
 	connector := connect(Env{Kind: kind, Limiter: limiter, Record: record, Secrets: secrets})
+	// The kind's own connector, before any layer wraps it: whether it can
+	// release an orphaned external resource is its own.
+	kindConnector := connector
 	var initializer managed.Initializer = savingInitializer{init: names.NewInitializer(), kube: kube}
 	resolver := LocalReferences(managed.NewAPISimpleReferenceResolver(kube))
 	finalizer := resource.NewAPIFinalizer(kube, managed.FinalizerName)
@@ -272,7 +275,7 @@ func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	var fin resource.Finalizer = &deferredFinalizer{Finalizer: finalizer, absent: absent, forget: forget}
 	// Not a layer but behaviour (orphan.go): an orphaned external resource
 	// is released before the finalizer goes.
-	if r, ok := connector.(Releaser[T]); ok {
+	if r, ok := kindConnector.(Releaser[T]); ok {
 		fin = &releasingFinalizer[T]{Finalizer: fin, release: r.Release, policies: policies}
 	}
 	// Not a layer but behaviour: a resource is reconciled again by the time
