@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	corev1 "k8s.io/api/core/v1"
@@ -216,6 +217,23 @@ func (h *Harness) PushPackage(ctx context.Context, xpkgPath, ref string) (string
 		return "", errors.Wrapf(err, "cannot push package to %s", full)
 	}
 	h.log.Info("Pushed package", "ref", full, "file", xpkgPath, "duration", since(t))
+	return full, nil
+}
+
+// PushImage pushes img to the loopback registry, with its credentials, and
+// returns its full reference; ref is as PushPackage's.
+func (h *Harness) PushImage(ctx context.Context, img v1.Image, ref string) (string, error) {
+	full, err := h.loopbackRef(ref)
+	if err != nil {
+		return "", err
+	}
+	r, err := name.ParseReference(full, name.StrictValidation)
+	if err != nil {
+		return "", errors.Wrapf(err, "cannot parse image reference %q (it needs a tag)", full)
+	}
+	if err := remote.Write(r, img, remote.WithContext(ctx), remote.WithAuthFromKeychain(h.registry.keychain())); err != nil {
+		return "", errors.Wrapf(err, "cannot push image to %s", full)
+	}
 	return full, nil
 }
 

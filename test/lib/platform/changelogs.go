@@ -8,8 +8,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -60,13 +58,9 @@ func PublishChangeLogsSidecar(ctx context.Context, h *harness.Harness, root stri
 	if err != nil {
 		return "", errors.Wrap(err, "cannot build the stand-in change logs sidecar's image")
 	}
-	full := Registry(h) + "/" + ChangeLogsStandIn
-	ref, err := name.ParseReference(full, name.StrictValidation)
+	full, err := h.PushImage(ctx, img, ChangeLogsStandIn)
 	if err != nil {
-		return "", errors.Wrapf(err, "cannot parse %s", full)
-	}
-	if err := remote.Write(ref, img, remote.WithContext(ctx)); err != nil {
-		return "", errors.Wrapf(err, "cannot push the stand-in change logs sidecar to %s", full)
+		return "", errors.Wrap(err, "cannot push the stand-in change logs sidecar")
 	}
 	return full, nil
 }
