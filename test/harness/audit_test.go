@@ -29,6 +29,7 @@ func TestAuditChecks(t *testing.T) {
 		`{"auditID":"w1","stage":"ResponseStarted","verb":"watch","user":{"username":"sa:provider"},"objectRef":{"resource":"widgets","apiGroup":"widget.m.widgetco.io"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-11-26T04:00:06Z"}`,
 		`{"auditID":"w1","stage":"ResponseComplete","verb":"watch","user":{"username":"sa:provider"},"objectRef":{"resource":"widgets","apiGroup":"widget.m.widgetco.io"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-11-26T04:00:06Z"}`,
 		`{"auditID":"w2","stage":"ResponseStarted","verb":"watch","user":{"username":"sa:provider"},"objectRef":{"resource":"widgets","apiGroup":"widget.m.widgetco.io"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-11-26T04:00:07Z"}`,
+		`{"verb":"create","user":{"username":"sa:core"},"objectRef":{"resource":"events","namespace":"gone","name":"x.2"},"responseStatus":{"code":403},"requestReceivedTimestamp":"2026-11-26T04:00:08Z","annotations":{"authorization.k8s.io/decision":"allow"}}`,
 		`not an audit event, "code":403 "resource":"events" "verb":"create"`,
 	}
 	h := &Harness{dir: t.TempDir()}
