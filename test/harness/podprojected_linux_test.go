@@ -46,6 +46,9 @@ func TestProjectedServiceAccountToken(t *testing.T) {
 	if err := e.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "crossplane-system", Name: "provider-widget-abc"}}); err != nil {
 		t.Fatal(err)
 	}
+	if err := e.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "crossplane-system", Name: "ca"}, Data: map[string]string{"ca.crt": "a CA"}}); err != nil {
+		t.Fatal(err)
+	}
 
 	dir := t.TempDir()
 	ledger := &tokenLedger{}
@@ -58,6 +61,8 @@ func TestProjectedServiceAccountToken(t *testing.T) {
 	}
 	vol := corev1.Volume{Name: "widget-api-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{
 		ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: "widget-api", ExpirationSeconds: ptr.To[int64](600), Path: "token"},
+	}, {
+		ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "ca"}},
 	}}}}}
 	target := filepath.Join(dir, "root", "var", "run", "secrets", "widgetco.io", "serviceaccount")
 	podCtx, stop := context.WithCancel(ctx)
@@ -76,6 +81,9 @@ func TestProjectedServiceAccountToken(t *testing.T) {
 		t.Errorf("token claims sub=%q aud=%q lifetime=%ds, want the pod's ServiceAccount, [widget-api], 600s", c.Sub, c.Aud, c.Exp-c.Iat)
 	}
 	review(ctx, t, e, first)
+	if b, err := os.ReadFile(filepath.Join(target, "ca.crt")); err != nil || string(b) != "a CA" {
+		t.Errorf("ca.crt of the ConfigMap source: %q, %v; want \"a CA\"", b, err)
+	}
 
 	// Refreshed within a few seconds; the file always holds a whole token.
 	var second string
