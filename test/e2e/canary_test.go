@@ -48,8 +48,11 @@ const maxLeaksReported = 40
 // at the end covers the keys of scenarios that cleaned up.
 type secretLedger struct {
 	tokens []string
-	stop   chan struct{}
-	inf    cache.SharedIndexInformer
+	// projected returns the projected ServiceAccount tokens written so
+	// far, which belong in no Secret.
+	projected func() []string
+	stop      chan struct{}
+	inf       cache.SharedIndexInformer
 
 	mu sync.Mutex
 	// keys are the access key secrets seen.
@@ -59,13 +62,14 @@ type secretLedger struct {
 }
 
 // startSecretLedger starts watching Secrets, and returns once it has seen
-// those that exist. tokens are the Widget API tokens of the suite.
-func startSecretLedger(cfg *rest.Config, tokens ...string) (*secretLedger, error) {
+// those that exist. tokens are the Widget API tokens of the suite;
+// projected returns the projected ServiceAccount tokens written so far.
+func startSecretLedger(cfg *rest.Config, projected func() []string, tokens ...string) (*secretLedger, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create a client to watch Secrets")
 	}
-	l := &secretLedger{tokens: tokens, stop: make(chan struct{}), keys: map[string]bool{}, at: map[string]map[string]bool{}}
+	l := &secretLedger{tokens: tokens, projected: projected, stop: make(chan struct{}), keys: map[string]bool{}, at: map[string]map[string]bool{}}
 	f := informers.NewSharedInformerFactory(cs, 0)
 	l.inf = f.Core().V1().Secrets().Informer()
 	if _, err := l.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -121,6 +125,11 @@ func (l *secretLedger) candidates() map[string]bool {
 	for _, t := range l.tokens {
 		out[t] = true
 	}
+	if l.projected != nil {
+		for _, t := range l.projected() {
+			out[t] = true
+		}
+	}
 	return out
 }
 
@@ -154,8 +163,12 @@ func checkSecrets(ctx context.Context, l *secretLedger) error {
 		return err
 	}
 	leaks := misplacedSecrets(keys, l.tokens, at, credentials, suite.h.Namespace())
+	// A projected token belongs in its pod's volume, in no Secret.
+	projected, tokenCanaries := projectedTokenCanaries()
+	leaks = append(leaks, misplacedSecrets(nil, projected, at, nil, suite.h.Namespace())...)
 
 	canaries := []harness.Canary{{Kind: "key-shaped string", Pattern: keySecretShape}}
+	canaries = append(canaries, tokenCanaries...)
 	for _, t := range l.tokens {
 		canaries = append(canaries, harness.Canary{Kind: "Widget API token", Value: t})
 	}
@@ -166,8 +179,8 @@ func checkSecrets(ctx context.Context, l *secretLedger) error {
 	canaries = append(canaries, suite.h.RegistryCanary())
 	scan, err := suite.h.FindLeaks(ctx, harness.NewLeakScanner(canaries...))
 	leaks = append(leaks, scan.Leaks...)
-	fmt.Printf("E2E SECRETS: looked for %d access key secrets, %d Widget API token(s), the registry password and key-shaped strings in %d logs and %d objects (every type but Secrets), and checked the Secrets holding them: %d leaks\n",
-		len(keys), len(l.tokens), scan.Logs, scan.Objects, len(leaks))
+	fmt.Printf("E2E SECRETS: looked for %d access key secrets, %d Widget API token(s), %d ServiceAccount tokens (%d projected), the registry password and key-shaped strings in %d logs and %d objects (every type but Secrets), and checked the Secrets holding them: %d leaks\n",
+		len(keys), len(l.tokens), len(tokenCanaries), len(projected), scan.Logs, scan.Objects, len(leaks))
 	if err != nil {
 		return errors.Wrap(err, "cannot look everywhere for leaked secrets; run the suite again, and if this persists fix the scan (test/harness/leaks.go)")
 	}

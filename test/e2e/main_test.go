@@ -44,6 +44,9 @@ const apiProject = "e2e"
 
 var apiToken = "e2e-token-" + rand.Text()
 
+// apiTokens are the Widget API's static tokens, by project.
+var apiTokens = map[string]string{apiToken: apiProject}
+
 // Generous bounds for a slow, shared 2-core machine. Nothing asserts on how
 // long anything takes; these only stop a hung scenario.
 const (
@@ -147,12 +150,17 @@ func run(m *testing.M) int {
 		Activations: []string{},
 		CoreArgs:    coreArgs(),
 		WidgetAPI: &server.Options{
-			Tokens: map[string]string{apiToken: apiProject},
+			Tokens: apiTokens,
 			// Asynchronous like the real thing, but quick.
 			ProvisionDelay: time.Second,
 			ResizeDelay:    time.Second,
 			DeleteDelay:    time.Second,
 		},
+		// Workload identity (identity_test.go): the Widget API trusts
+		// kube-apiserver's ServiceAccount tokens, and the node rotates the
+		// provider's projected token every tokenRotation.
+		WidgetAPIIdentity:     clusterIdentity(),
+		ProjectedTokenRefresh: tokenRotation,
 	})
 	if err != nil {
 		return fail(errors.Wrapf(err, "cannot start the control plane (kept %s)", dir))
@@ -211,7 +219,7 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 
-	ledger, err := startSecretLedger(suite.h.RESTConfig(), apiToken)
+	ledger, err := startSecretLedger(suite.h.RESTConfig(), suite.h.ProjectedTokens, apiToken)
 	if err != nil {
 		return fail(err)
 	}

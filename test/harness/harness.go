@@ -111,6 +111,18 @@ type Options struct {
 	// <Dir>/logs/widget-api.log.
 	WidgetAPI *server.Options
 
+	// WidgetAPIIdentity, with WidgetAPI, makes the Widget API also accept
+	// ServiceAccount tokens kube-apiserver issues (see ClusterIdentity);
+	// it overrides WidgetAPI.IdentityTokens.
+	WidgetAPIIdentity *ClusterIdentity
+
+	// ProjectedTokenRefresh, when positive, makes the node refresh the
+	// ServiceAccount tokens of projected volumes at least this often. By
+	// default it refreshes them as a kubelet does, after 80% of their
+	// lifetime or 24 hours; kube-apiserver issues none shorter than ten
+	// minutes, so a test that wants rotation sooner sets this.
+	ProjectedTokenRefresh time.Duration
+
 	// HandleSignals tears the harness down on SIGINT or SIGTERM (for the
 	// demo). Done is closed when that is finished. Further signals are
 	// ignored until then, so an impatient second Ctrl-C cannot leave etcd
@@ -139,6 +151,7 @@ type Harness struct {
 
 	registry *loopbackRegistry
 	widgets  *WidgetAPI
+	issuer   string
 	kcm      *Process
 	core     *Process
 
@@ -266,7 +279,13 @@ func (h *Harness) start(ctx context.Context) error {
 	h.registry = reg
 	h.log.Info("Loopback OCI registry ready", "host", reg.host)
 	if h.opts.WidgetAPI != nil {
-		w, err := startWidgetAPI(*h.opts.WidgetAPI, h.dir)
+		o := *h.opts.WidgetAPI
+		if h.opts.WidgetAPIIdentity != nil {
+			if o.IdentityTokens, err = h.trustCluster(ctx, *h.opts.WidgetAPIIdentity); err != nil {
+				return err
+			}
+		}
+		w, err := startWidgetAPI(o, h.dir)
 		if err != nil {
 			return err
 		}
@@ -321,6 +340,9 @@ func (h *Harness) startControlPlane(_ context.Context) error {
 		AuditLog:     h.auditLog(),
 		CertDir:      filepath.Join(h.dir, "kube-apiserver"),
 		ServiceCIDR:  ServiceCIDR,
+		// The Widget API fetches the issuer's keys from the URL discovery
+		// names; by default that is an address the certificate lacks.
+		LoopbackJWKSURI: h.opts.WidgetAPIIdentity != nil,
 	})
 	if err != nil {
 		return err
@@ -401,6 +423,9 @@ func (h *Harness) startNode() error {
 		images:    newImages(filepath.Join(h.dir, "images"), h.registry.host),
 		dir:       h.dir,
 		log:       h.log.With("component", "node"),
+
+		tokenRefresh: h.opts.ProjectedTokenRefresh,
+		tokens:       &tokenLedger{},
 	}
 	h.node, err = newNode(e, filepath.Join(h.dir, "hosts"))
 	return err

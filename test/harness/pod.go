@@ -40,6 +40,11 @@ type podEnv struct {
 	images    *images
 	dir       string
 	log       *slog.Logger
+	// tokenRefresh, when positive, refreshes projected ServiceAccount
+	// tokens at least this often (Options.ProjectedTokenRefresh).
+	tokenRefresh time.Duration
+	// tokens records every projected token written.
+	tokens *tokenLedger
 }
 
 // A pod is one replica of a Deployment: a sandbox (network and UTS
@@ -66,8 +71,12 @@ type pod struct {
 	sandboxMu sync.Mutex
 	// sidecars are the containers after the first.
 	sidecars []*sidecar
-	// mounts are the emptyDir volumes bind-mounted into containers' roots.
+	// mounts are the emptyDir and projected volumes bind-mounted into
+	// containers' roots.
 	mounts mounts
+	// projDone are the projected volumes written, by name.
+	projMu   sync.Mutex
+	projDone map[string]bool
 
 	mu       sync.Mutex
 	proc     *proc.Process

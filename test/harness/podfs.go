@@ -73,7 +73,8 @@ func (p *pod) basics(root string) error {
 // into root. Files are owned by root and world-readable, as a kubelet writes
 // Secret and ConfigMap volumes without an fsGroup. An emptyDir is one
 // world-writable directory of the pod, bind-mounted into the root of every
-// container that mounts it.
+// container that mounts it; so is a projected volume, whose
+// ServiceAccount tokens the node refreshes (see projected).
 func (p *pod) volumes(ctx context.Context, root string, c corev1.Container) error {
 	byName := map[string]corev1.Volume{}
 	for _, v := range p.spec.Volumes {
@@ -91,6 +92,12 @@ func (p *pod) volumes(ctx context.Context, root string, c corev1.Container) erro
 			}
 			continue
 		}
+		if v.Projected != nil {
+			if err := p.projected(ctx, v, dir); err != nil {
+				return errors.Wrapf(err, "cannot mount volume %s at %s", v.Name, m.MountPath)
+			}
+			continue
+		}
 		files, err := p.volumeFiles(ctx, v)
 		if err != nil {
 			return err
@@ -102,10 +109,7 @@ func (p *pod) volumes(ctx context.Context, root string, c corev1.Container) erro
 	if !ptr.Deref(p.spec.AutomountServiceAccountToken, true) {
 		return nil
 	}
-	sa := p.spec.ServiceAccountName
-	if sa == "" {
-		sa = "default"
-	}
+	sa := p.serviceAccount()
 	tr := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](tokenSeconds)}}
 	acct := &corev1.ServiceAccount{}
 	acct.SetNamespace(p.env.namespace)
@@ -153,7 +157,7 @@ func (p *pod) volumeFiles(ctx context.Context, v corev1.Volume) (map[string][]by
 	case v.EmptyDir != nil:
 		return nil, nil
 	}
-	return nil, errors.Errorf("CreateContainerConfigError: volume %s: the harness's node mounts only Secret, ConfigMap and emptyDir volumes", v.Name)
+	return nil, errors.Errorf("CreateContainerConfigError: volume %s: the harness's node mounts only Secret, ConfigMap, projected and emptyDir volumes", v.Name)
 }
 
 // pick returns data's files, or only the listed items (key to path).

@@ -20,8 +20,9 @@ func looksLikeJWT(tok string) bool { return strings.Count(tok, ".") == 2 }
 // it: 401 for a token that is not valid (the detail says why, never with a
 // claim or the token), 403 for a valid token whose subject maps to no
 // project or whose role may not do what r asks. A token that is not valid or
-// maps to nothing counts as a failed authentication of the client address
-// and leaves the connection unauthenticated (Options.UnauthIdleTimeout). A
+// maps to nothing counts as a failed authentication of the client address,
+// closes the connection and counts against the refused-request log budget,
+// as a 401 does. A
 // caller's limits are those of its identity (idtoken.Identity.Key), as a
 // static token's are of the token.
 func (s *Server) authenticateIdentity(w http.ResponseWriter, r *http.Request, addr netip.Prefix, tok string, next http.Handler) {
@@ -30,6 +31,13 @@ func (s *Server) authenticateIdentity(w http.ResponseWriter, r *http.Request, ad
 		s.authFail.failed(addr, s.opts.Now())
 		s.metrics.tokensRefused.WithLabelValues(string(err.Reason)).Inc()
 		if err.Reason == idtoken.ReasonUnmapped {
+			// Refused like an invalid token, not like a caller that may not
+			// do one thing: a client that can obtain valid tokens of many
+			// subjects (any ServiceAccount it can create) must not try them
+			// one after another on a kept connection to find one that maps
+			// to a project. A viewer's refused write (below) keeps its
+			// connection: that caller is authenticated.
+			closeAfter(w)
 			problem(w, http.StatusForbidden, widgetapi.CodeForbidden, err.Error())
 			return
 		}

@@ -118,7 +118,7 @@ func TestIdentityTokens(t *testing.T) {
 		{reason: "It sees project-a's widgets.", method: "GET", path: "/v1/widgets/static", token: editor, want: answer{Status: 200}},
 		{reason: "A viewer reads project-b.", method: "GET", path: "/v1/widgets", token: viewer, want: answer{Status: 200}},
 		{reason: "A viewer does not see project-a's widgets.", method: "GET", path: "/v1/widgets/static", token: viewer, want: answer{Status: 404, Code: "not_found"}},
-		{reason: "A viewer may not write.", method: "POST", path: "/v1/widgets", token: viewer, body: `{"name":"nope"}`, want: answer{Status: 403, Code: "forbidden"}, refused: "role"},
+		{reason: "A viewer may not write; authenticated, it keeps its connection.", method: "POST", path: "/v1/widgets", token: viewer, body: `{"name":"nope"}`, want: answer{Status: 403, Code: "forbidden"}, refused: "role"},
 		{
 			reason: "An expired token is 401 and closes the connection.",
 			method: "GET", path: "/v1/widgets", token: sign(idClaims(now.Add(-2*time.Hour), providerSA)),
@@ -150,9 +150,9 @@ func TestIdentityTokens(t *testing.T) {
 			want: answer{Status: 401, Code: "unauthorized", Closes: true}, refused: "algorithm",
 		},
 		{
-			reason: "A ServiceAccount of a namespace nothing maps.",
+			reason: "A ServiceAccount of a namespace nothing maps: refused like an invalid token, closing the connection, so a client cannot try subject after subject on one.",
 			method: "GET", path: "/v1/widgets", token: sign(idClaims(now, "system:serviceaccount:team-c:provider-widget")),
-			want: answer{Status: 403, Code: "forbidden"}, refused: "unmapped",
+			want: answer{Status: 403, Code: "forbidden", Closes: true}, refused: "unmapped",
 		},
 		{
 			reason: "A dotted string that is no JWT is an identity token refusal, not a crash.",

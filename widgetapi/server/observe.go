@@ -98,6 +98,9 @@ type logWriter struct {
 	project string
 	// subject is the identity token subject the request authenticated as.
 	subject string
+	// refused marks an answer that refuses its request whatever its
+	// status (closeAfter).
+	refused bool
 	route   string
 	// widget is the widget a create names (its path does not), so the
 	// access log shows which widget every create was for.
@@ -201,7 +204,7 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		method := methodLabel(r.Method)
 		s.metrics.requests.WithLabelValues(method, route, strconv.Itoa(lw.status)).Inc()
 		s.metrics.duration.WithLabelValues(method, route).Observe(d.Seconds())
-		if refused(lw.status) && !s.refusedLog.allow(s.opts.Now()) {
+		if (refused(lw.status) || lw.refused) && !s.refusedLog.allow(s.opts.Now()) {
 			return
 		}
 		attrs := []any{

@@ -33,9 +33,11 @@ func problem(w http.ResponseWriter, status int, code, detail string, errs ...wid
 // widgetapi.MaxFieldErrors field errors (the rest counted in ErrorsOmitted),
 // and each string clipped. Every error response goes through here.
 //
-// A refused request (401, 429) also closes its connection (Connection:
-// close; HTTP/2 sends GOAWAY), so a client without a valid token, or over
-// its limits, cannot hold a connection slot by sending nothing more.
+// A refused request (401, 429; and a 403 to an identity that maps to no
+// project, see closeAfter) also closes its connection (Connection: close;
+// HTTP/2 sends GOAWAY), so a client without a valid token, or over its
+// limits, cannot hold a connection slot by sending nothing more, nor try
+// token after token on one connection.
 func writeProblem(w http.ResponseWriter, p widgetapi.Problem) {
 	p.Detail = clip(p.Detail, maxProblemDetail)
 	if n := len(p.Errors); n > widgetapi.MaxFieldErrors {

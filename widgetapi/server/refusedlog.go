@@ -54,6 +54,17 @@ func refused(status int) bool {
 	return status == http.StatusUnauthorized || status == http.StatusTooManyRequests
 }
 
+// closeAfter makes the answer w is about to write one that refuses its
+// request although its status is not a refused one (a 403 to a valid
+// identity token that maps to no project): it closes the connection and its
+// log line counts against Options.RefusedLogRate.
+func closeAfter(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	if lw, ok := w.(*logWriter); ok {
+		lw.refused = true
+	}
+}
+
 // refusedConn logs a connection closed by the per-address cap, within the
 // refused-request log budget.
 func (s *Server) refusedConn(remote string) {

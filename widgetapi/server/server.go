@@ -121,7 +121,9 @@ type Options struct {
 	// UnauthIdleTimeout is how long a connection that has not yet
 	// authenticated a request may wait for the headers of its next one,
 	// its first included (default 5s). After a request authenticates,
-	// IdleTimeout applies. Every 401 and 429 answer closes its connection.
+	// IdleTimeout applies. Every 401 and 429 answer closes its connection,
+	// and so does a 403 to an identity token whose subject maps to no
+	// project.
 	UnauthIdleTimeout time.Duration
 	// MaxPollsPerToken bounds the change feed long polls (requests with a
 	// wait) one token holds at once (default 8); further ones are answered

@@ -1,0 +1,107 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/widgetco/crossplane-widget/widgetapi/server/idtoken"
+)
+
+// ClusterIdentity makes the harness's Widget API trust kube-apiserver as an
+// identity token issuer, as a platform sets up workload identity for the
+// provider: kube-apiserver serves its OIDC discovery and JWKS on its
+// loopback address, anonymous clients may read them (the stock ClusterRole
+// system:service-account-issuer-discovery bound to system:unauthenticated,
+// as Kubernetes documents for relying parties outside the cluster), and the
+// Widget API fetches its keys from there, trusting its serving CA.
+type ClusterIdentity struct {
+	// Audience the tokens must carry, e.g. "widget-api".
+	Audience string
+	// Subjects map ServiceAccounts to projects and roles.
+	Subjects []idtoken.Subject
+}
+
+// discoveryBindingName is the ClusterRoleBinding that lets the Widget API
+// read kube-apiserver's discovery anonymously.
+const discoveryBindingName = "service-account-issuer-discovery-unauthenticated"
+
+// trustCluster returns the Widget API's identity token configuration for
+// ci: kube-apiserver's issuer, its keys by discovery.
+func (h *Harness) trustCluster(ctx context.Context, ci ClusterIdentity) (*idtoken.Config, error) {
+	issuer, err := clusterIssuer(ctx, h.cfg)
+	if err != nil {
+		return nil, err
+	}
+	caFile := filepath.Join(h.dir, "kube-apiserver-ca.crt")
+	if err := os.WriteFile(caFile, h.cfg.CAData, 0o600); err != nil {
+		return nil, errors.Wrap(err, "cannot write kube-apiserver's CA for the Widget API")
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: discoveryBindingName},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:service-account-issuer-discovery"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:unauthenticated"}},
+	}
+	if err := h.kube.Create(ctx, crb); err != nil && !kerrors.IsAlreadyExists(err) {
+		return nil, errors.Wrap(err, "cannot allow anonymous access to kube-apiserver's issuer discovery")
+	}
+	cfg := &idtoken.Config{Issuers: []idtoken.Issuer{{
+		Issuer:   issuer,
+		Audience: ci.Audience,
+		Keys:     idtoken.Keys{Discovery: true, CAFile: caFile},
+		Subjects: ci.Subjects,
+	}}}
+	if err := cfg.Validate(); err != nil {
+		return nil, errors.Wrap(err, "invalid identity token configuration for the Widget API")
+	}
+	h.issuer = issuer
+	return cfg, nil
+}
+
+// clusterIssuer reads the issuer from kube-apiserver's OIDC discovery
+// document.
+func clusterIssuer(ctx context.Context, cfg *rest.Config) (string, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return "", errors.Wrap(err, "cannot create an HTTP client for kube-apiserver")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/.well-known/openid-configuration", nil)
+	if err != nil {
+		return "", errors.Wrap(err, "cannot read kube-apiserver's issuer discovery")
+	}
+	rsp, err := hc.Do(req)
+	if err != nil {
+		return "", errors.Wrap(err, "cannot read kube-apiserver's issuer discovery")
+	}
+	defer rsp.Body.Close() //nolint:errcheck // read-only
+	if rsp.StatusCode != http.StatusOK {
+		return "", errors.Errorf("cannot read kube-apiserver's issuer discovery: HTTP %d", rsp.StatusCode)
+	}
+	var d struct {
+		Issuer string `json:"issuer"`
+	}
+	if err := json.NewDecoder(io.LimitReader(rsp.Body, idtoken.MaxDiscoveryBytes)).Decode(&d); err != nil || d.Issuer == "" {
+		return "", errors.New("cannot read kube-apiserver's issuer discovery: no issuer")
+	}
+	return d.Issuer, nil
+}
+
+// Issuer is kube-apiserver's ServiceAccount token issuer, which the Widget
+// API trusts with Options.WidgetAPIIdentity; empty otherwise.
+func (h *Harness) Issuer() string { return h.issuer }
+
+// ProjectedTokens returns every projected ServiceAccount token the node has
+// written into a pod's volume so far, so a test can make sure none reached a
+// log, an event or an object (FindLeaks).
+func (h *Harness) ProjectedTokens() []string { return h.node.env.tokens.all() }
