@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -163,7 +165,7 @@ func parseNamespacePolicy(ec *resource.Required, nsLabels map[string]string) (p 
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p.spec); err != nil {
-		p.errs = field.ErrorList{field.Invalid(root, field.OmitValueType{}, strings.TrimPrefix(truncate(err.Error()), "json: "))}
+		p.errs = field.ErrorList{decodeError(root, err)}
 		// A policy that cannot be read may be meant for any namespace.
 		return p, true
 	}
@@ -178,6 +180,29 @@ func parseNamespacePolicy(ec *resource.Required, nsLabels map[string]string) (p 
 		return p, true
 	}
 	return p, sel.Matches(labels.Set(nsLabels))
+}
+
+// decodeError says which field of a policy has a value of the wrong type, in
+// the words of the policy's schema rather than Go's.
+func decodeError(root *field.Path, err error) *field.Error {
+	te := &json.UnmarshalTypeError{}
+	if !errors.As(err, &te) || te.Field == "" {
+		return field.Invalid(root, field.OmitValueType{}, strings.TrimPrefix(truncate(err.Error()), "json: "))
+	}
+	p := root
+	for _, f := range strings.Split(te.Field, ".") {
+		p = p.Child(f)
+	}
+	want := "a " + te.Type.Kind().String()
+	switch te.Type.Kind() {
+	case reflect.Int64:
+		want = "an integer"
+	case reflect.Slice:
+		want = "a list"
+	case reflect.Map, reflect.Struct, reflect.Pointer:
+		want = "an object"
+	}
+	return field.Invalid(p, field.OmitValueType{}, fmt.Sprintf("must be %s, not %s", want, te.Value))
 }
 
 // validateNamespacePolicy returns every invalid field of a namespace policy.
@@ -397,17 +422,17 @@ func (l namespaceLimits) summary() string {
 	if l.regions.restricted {
 		parts = append(parts, "regions "+listOrNone(l.regions.items))
 	}
-	parts = append(parts, fmt.Sprintf("at most %d keys per widget", l.maxKeys.max))
+	parts = append(parts, fmt.Sprintf("at most %d %s per widget", l.maxKeys.max, plural(l.maxKeys.max, "key", "keys")))
 	if l.widgets.max >= 0 {
-		parts = append(parts, fmt.Sprintf("%d widgets", l.widgets.max))
+		parts = append(parts, fmt.Sprintf("%d %s in all", l.widgets.max, plural(l.widgets.max, "widget", "widgets")))
 	}
 	for _, sz := range v1beta1.Sizes {
 		if q := l.widgetsPerSize[string(sz)]; q != nil {
-			parts = append(parts, fmt.Sprintf("%d %s widgets", q.max, sz))
+			parts = append(parts, fmt.Sprintf("%d %s %s", q.max, sz, plural(q.max, "widget", "widgets")))
 		}
 	}
 	if l.keys.max >= 0 {
-		parts = append(parts, fmt.Sprintf("%d access keys", l.keys.max))
+		parts = append(parts, fmt.Sprintf("%d access %s in all", l.keys.max, plural(l.keys.max, "key", "keys")))
 	}
 	return fmt.Sprintf("the Composition's WidgetPolicy narrowed for %s by %s: %s", l.namespace, strings.Join(l.applied, " and "), strings.Join(parts, ", "))
 }

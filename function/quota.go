@@ -235,7 +235,7 @@ func admit(x xwidget, want settings, o own, t team, currentSize string) (verdict
 		mine := len(u.keys) - len(others)
 		if len(others)+want.keys > q.max {
 			if want.keys > mine {
-				quotas = append(quotas, field.Forbidden(spec.Child("keys"), fmt.Sprintf("%s already has %d access keys of other widgets and a quota of %d (set by %s): %d more do not fit; at most %d do", l.namespace, len(others), q.max, q.decidedBy(), want.keys, max(q.max-len(others), 0))))
+				quotas = append(quotas, field.Forbidden(spec.Child("keys"), fmt.Sprintf("%s already has %d of %d access keys in other widgets (quota set by %s); this one asks for %d, at most %d fit", l.namespace, len(others), q.max, q.decidedBy(), want.keys, max(q.max-len(others), 0))))
 			} else {
 				v.kept = append(v.kept, fmt.Sprintf("%s has %d access keys, more than the quota of %d set by %s", l.namespace, len(others)+mine, q.max, q.decidedBy()))
 			}
@@ -263,7 +263,7 @@ func admit(x xwidget, want settings, o own, t team, currentSize string) (verdict
 // the position of the XR's own among those that match (or the count of
 // others when it has none).
 func othersAndRank(cs []counted, isOwn, match func(counted) bool) ([]counted, int) {
-	var others []counted
+	others := make([]counted, 0, len(cs))
 	rank := -1
 	for _, c := range cs {
 		if !match(c) {
