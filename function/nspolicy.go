@@ -162,6 +162,10 @@ func parseNamespacePolicy(ec *resource.Required, nsLabels map[string]string) (p 
 		p.errs = field.ErrorList{field.Invalid(root, field.OmitValueType{}, err.Error())}
 		return p, true
 	}
+	if errs := unknownFields(v, reflect.TypeFor[namespacePolicySpec](), root); len(errs) > 0 {
+		p.errs = errs
+		return p, true
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p.spec); err != nil {
@@ -180,6 +184,37 @@ func parseNamespacePolicy(ec *resource.Required, nsLabels map[string]string) (p 
 		return p, true
 	}
 	return p, sel.Matches(labels.Set(nsLabels))
+}
+
+// unknownFields returns the fields of v, a decoded JSON value, that type t
+// does not have, with their paths: a misspelt limit would otherwise be
+// silently unset. It descends into the structs of this file only; their
+// other fields (such as the label selector) are checked when decoded.
+func unknownFields(v any, t reflect.Type, p *field.Path) field.ErrorList {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	m, ok := v.(map[string]any)
+	if !ok || t.Kind() != reflect.Struct || t.PkgPath() != reflect.TypeFor[namespacePolicySpec]().PkgPath() {
+		return nil
+	}
+	known := map[string]reflect.Type{}
+	names := []string{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		known[name] = f.Type
+		names = append(names, name)
+	}
+	var errs field.ErrorList
+	for _, k := range sortedKeys(m) {
+		ft, ok := known[k]
+		if !ok {
+			errs = append(errs, field.Forbidden(p.Child(shown(k)), "unknown field; the known fields are "+strings.Join(names, ", ")))
+			continue
+		}
+		errs = append(errs, unknownFields(m[k], ft, p.Child(k))...)
+	}
+	return errs
 }
 
 // decodeError says which field of a policy has a value of the wrong type, in
@@ -434,7 +469,7 @@ func (l namespaceLimits) summary() string {
 	if l.keys.max >= 0 {
 		parts = append(parts, fmt.Sprintf("%d access %s in all", l.keys.max, plural(l.keys.max, "key", "keys")))
 	}
-	return fmt.Sprintf("the Composition's WidgetPolicy narrowed for %s by %s: %s", l.namespace, strings.Join(l.applied, " and "), strings.Join(parts, ", "))
+	return fmt.Sprintf("the Composition's WidgetPolicy narrowed for %s by %s: %s", l.namespace, strings.Join(l.applied, " and "), strings.Join(parts, "; "))
 }
 
 func listOrNone(items []string) string {

@@ -75,7 +75,7 @@ func TestNamespacePolicy(t *testing.T) {
 			xr:      nsXR(),
 			fetched: &fetched{namespace: nsA, policies: both},
 			want: want{status: condTrue, reason: "Compliant", composed: true,
-				message: "XWidget team-a/web complies with the platform's widget policy: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes small, medium, regions us-east-1, eu-west-1, at most 3 keys per widget, 5 widgets in all."},
+				message: "XWidget team-a/web complies with the platform's widget policy: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes small, medium; regions us-east-1, eu-west-1; at most 3 keys per widget; 5 widgets in all."},
 		},
 		"RejectedInTeamB": {
 			reason:  "The same XWidget in team-b asks for a size and more keys than team-b's policy allows: each field is named with the object that decided.",
@@ -99,7 +99,7 @@ func TestNamespacePolicy(t *testing.T) {
 				"rules":             map[string]any{"allowedSizes": []any{"medium", "large"}, "maxKeys": 5},
 			})}},
 			want: want{status: condTrue, reason: "Compliant", composed: true,
-				message: "XWidget team-a/web complies with the platform's widget policy: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes medium, regions us-east-1, eu-west-1, at most 3 keys per widget. Ignored, because a namespace policy can only narrow the Composition's: EnvironmentConfig team-a rules.allowedSizes large; EnvironmentConfig team-a rules.maxKeys 5 (the Composition allows 3)."},
+				message: "XWidget team-a/web complies with the platform's widget policy: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes medium; regions us-east-1, eu-west-1; at most 3 keys per widget. Ignored, because a namespace policy can only narrow the Composition's: EnvironmentConfig team-a rules.allowedSizes large; EnvironmentConfig team-a rules.maxKeys 5 (the Composition allows 3)."},
 		},
 		"WideningNeverAdmits": {
 			reason: "A size the Composition refuses stays refused whatever a namespace policy allows: the Composition's rejection comes first.",
@@ -170,7 +170,7 @@ func TestNamespacePolicy(t *testing.T) {
 				widgets: []map[string]any{usedWidget("team-a", "api-1", "api", "small", "2026-11-27T10:00:00Z", false), usedWidget("team-a", "web-8k2mz", "web", "medium", "2026-11-27T11:00:00Z", false)},
 			},
 			want: want{status: condFalse, reason: "AdmittedOverLimit", composed: true,
-				message: "XWidget team-a/web was admitted earlier and stays as it is, but it cannot grow: team-a has 2 widgets, more than the quota of 1 set by EnvironmentConfig team-a. Limits: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes small, medium, regions us-east-1, eu-west-1, at most 3 keys per widget, 1 widget in all."},
+				message: "XWidget team-a/web was admitted earlier and stays as it is, but it cannot grow: team-a has 2 widgets, more than the quota of 1 set by EnvironmentConfig team-a. Limits: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes small, medium; regions us-east-1, eu-west-1; at most 3 keys per widget; 1 widget in all."},
 		},
 		"AdmittedWithinQuota": {
 			reason:   "Of two widgets and a quota of 1, the older one is within the quota: its XWidget complies.",
@@ -180,7 +180,7 @@ func TestNamespacePolicy(t *testing.T) {
 				widgets: []map[string]any{usedWidget("team-a", "api-1", "api", "small", "2026-11-27T12:00:00Z", false), usedWidget("team-a", "web-8k2mz", "web", "medium", "2026-11-27T11:00:00Z", false)},
 			},
 			want: want{status: condTrue, reason: "Compliant", composed: true,
-				message: "XWidget team-a/web complies with the platform's widget policy: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes small, medium, regions us-east-1, eu-west-1, at most 3 keys per widget, 1 widget in all."},
+				message: "XWidget team-a/web complies with the platform's widget policy: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes small, medium; regions us-east-1, eu-west-1; at most 3 keys per widget; 1 widget in all."},
 		},
 		"RaceSameSecondLaterNameReported": {
 			reason:   "Two XWidgets admitted in the same second with one slot left: the widgets are ordered by age, then name, so the one that sorts later is reported over the quota.",
@@ -190,7 +190,7 @@ func TestNamespacePolicy(t *testing.T) {
 				widgets: []map[string]any{usedWidget("team-a", "api-1", "api", "small", "2026-11-27T10:00:00Z", false), usedWidget("team-a", "web-8k2mz", "web", "medium", "2026-11-27T10:00:00Z", false)},
 			},
 			want: want{status: condFalse, reason: "AdmittedOverLimit", composed: true,
-				message: "XWidget team-a/web was admitted earlier and stays as it is, but it cannot grow: team-a has 2 widgets, more than the quota of 1 set by EnvironmentConfig team-a. Limits: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes small, medium, regions us-east-1, eu-west-1, at most 3 keys per widget, 1 widget in all."},
+				message: "XWidget team-a/web was admitted earlier and stays as it is, but it cannot grow: team-a has 2 widgets, more than the quota of 1 set by EnvironmentConfig team-a. Limits: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes small, medium; regions us-east-1, eu-west-1; at most 3 keys per widget; 1 widget in all."},
 		},
 		"AdmittedStaysWhenSizeNarrowed": {
 			reason:   "team-b's policy now allows only small widgets: an admitted medium one stays as it is, reported.",
@@ -200,7 +200,7 @@ func TestNamespacePolicy(t *testing.T) {
 				widgets: []map[string]any{usedWidget("team-b", "web-8k2mz", "web", "medium", "", false)},
 			},
 			want: want{status: condFalse, reason: "AdmittedOverLimit", composed: true,
-				message: "XWidget team-b/web was admitted earlier and stays as it is, but it cannot grow: spec.size medium is no longer allowed by EnvironmentConfig team-b (allowed: small). Limits: the Composition's WidgetPolicy narrowed for team-b by EnvironmentConfig team-b: sizes small, regions us-east-1, at most 1 key per widget, 3 widgets in all, 0 large widgets, 4 access keys in all."},
+				message: "XWidget team-b/web was admitted earlier and stays as it is, but it cannot grow: spec.size medium is no longer allowed by EnvironmentConfig team-b (allowed: small). Limits: the Composition's WidgetPolicy narrowed for team-b by EnvironmentConfig team-b: sizes small; regions us-east-1; at most 1 key per widget; 3 widgets in all; 0 large widgets; 4 access keys in all."},
 		},
 		"AdmittedCannotGrow": {
 			reason:   "An admitted XWidget that asks for more keys than team-b allows is rejected: only what it has is kept.",
@@ -220,7 +220,7 @@ func TestNamespacePolicy(t *testing.T) {
 				"rules":             map[string]any{"maxKey": 1},
 			})}},
 			want: want{status: condFalse, reason: "InvalidNamespacePolicy",
-				message: `XWidget team-b/web cannot be admitted: a namespace policy that may apply to team-b is invalid, so no new XWidget is admitted there until the platform team fixes it. EnvironmentConfig team-b is invalid: data.widgetPolicy: Invalid value: unknown field "maxKey"`},
+				message: `XWidget team-b/web cannot be admitted: a namespace policy that may apply to team-b is invalid, so no new XWidget is admitted there until the platform team fixes it. EnvironmentConfig team-b is invalid: data.widgetPolicy.rules.maxKey: Forbidden: unknown field; the known fields are allowedSizes, allowedRegions, maxKeys`},
 		},
 		"WrongType": {
 			reason: "A policy with a value of the wrong type is reported with the field.",
