@@ -97,9 +97,7 @@ func (f *Function) RunFunction(ctx context.Context, req *fnv1.RunFunctionRequest
 
 	// The namespace's policies and quotas can only narrow what the
 	// Composition's policy allows (nspolicy.go, quota.go).
-	ns := teamNamespace(s.xr)
-	rsp.Requirements = teamRequirements(ns)
-	v, err := admitInNamespace(req, s, pol, want, ns)
+	v, err := admitInNamespace(rsp, req, s, pol, want)
 	if err != nil {
 		return f.refuse(ctx, rsp, log, s, err), nil
 	}

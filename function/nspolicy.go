@@ -30,7 +30,7 @@ import (
 // that carry the namespace's labels: that way what it asks for depends only on
 // the XR's own namespace, never on what Crossplane fetched, so its
 // requirements are the same on every call and Crossplane calls it at most
-// twice per reconcile.
+// at most three times per reconcile (teamRequirements).
 const (
 	// labelWidgetPolicy marks an EnvironmentConfig as a namespace policy.
 	labelWidgetPolicy = "fn.widgetco.io/widget-policy"
@@ -72,9 +72,15 @@ func teamNamespace(x xwidget) string {
 }
 
 // teamRequirements are the resources the function needs to apply the
-// policies and quotas of namespace ns. They depend on ns only, so they are the
-// same on every call for an XR: Crossplane stops calling once they are.
-func teamRequirements(ns string) *fnv1.Requirements {
+// policies and quotas of namespace ns. It asks for the namespace policies
+// first; only once one exists does it ask for the Namespace (for its labels)
+// and what the namespace has (for quotas). A cluster without namespace
+// policies so costs one list of EnvironmentConfigs per reconcile and needs
+// no permission Crossplane does not have (the Helm chart's ClusterRole does
+// not let core read Namespaces: docs/policy.md). Given the same
+// EnvironmentConfigs the requirements are the same on every call, so
+// Crossplane calls the function at most three times per reconcile.
+func teamRequirements(ns string, policies bool) *fnv1.Requirements {
 	if ns == "" {
 		return nil
 	}
@@ -88,18 +94,22 @@ func teamRequirements(ns string) *fnv1.Requirements {
 		}
 		return s
 	}
+	r := &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{
+		reqPolicies: sel(environmentConfigAPIVersion, "EnvironmentConfig", "", map[string]string{labelWidgetPolicy: "true"}),
+	}}
+	if !policies {
+		return r
+	}
 	nsv := namespacedv1beta1.SchemeGroupVersion.String()
 	clv := clusterv1beta1.SchemeGroupVersion.String()
-	return &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{
-		reqNamespace: {ApiVersion: "v1", Kind: "Namespace", Match: &fnv1.ResourceSelector_MatchName{MatchName: ns}},
-		reqPolicies:  sel(environmentConfigAPIVersion, "EnvironmentConfig", "", map[string]string{labelWidgetPolicy: "true"}),
-		// The namespace's own Widgets, and the cluster-scoped ones of its
-		// claims: a team cannot dodge a quota with a WidgetClaim.
-		reqWidgets:       sel(nsv, namespacedv1beta1.WidgetKind, ns, map[string]string{labelComponent: componentWidget}),
-		reqLegacyWidgets: sel(clv, clusterv1beta1.WidgetKind, "", map[string]string{labelComponent: componentWidget, labelClaimNamespace: ns}),
-		reqKeys:          sel(nsv, namespacedv1beta1.WidgetKeyKind, ns, nil),
-		reqLegacyKeys:    sel(clv, clusterv1beta1.WidgetKeyKind, "", map[string]string{labelClaimNamespace: ns}),
-	}}
+	r.Resources[reqNamespace] = &fnv1.ResourceSelector{ApiVersion: "v1", Kind: "Namespace", Match: &fnv1.ResourceSelector_MatchName{MatchName: ns}}
+	// The namespace's own Widgets and WidgetKeys, and the cluster-scoped
+	// ones of its claims: a team cannot dodge a quota with a WidgetClaim.
+	r.Resources[reqWidgets] = sel(nsv, namespacedv1beta1.WidgetKind, ns, map[string]string{labelComponent: componentWidget})
+	r.Resources[reqLegacyWidgets] = sel(clv, clusterv1beta1.WidgetKind, "", map[string]string{labelComponent: componentWidget, labelClaimNamespace: ns})
+	r.Resources[reqKeys] = sel(nsv, namespacedv1beta1.WidgetKeyKind, ns, nil)
+	r.Resources[reqLegacyKeys] = sel(clv, clusterv1beta1.WidgetKeyKind, "", map[string]string{labelClaimNamespace: ns})
+	return r
 }
 
 // A namespacePolicySpec is what an EnvironmentConfig holds under

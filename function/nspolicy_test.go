@@ -119,45 +119,68 @@ func TestTeamRequirements(t *testing.T) {
 		}
 		return &fnv1.ResourceSelector_MatchLabels{MatchLabels: &fnv1.MatchLabels{Labels: m}}
 	}
-	teamB := &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{
-		"widget-policy-namespace":          {ApiVersion: "v1", Kind: "Namespace", Match: &fnv1.ResourceSelector_MatchName{MatchName: "team-b"}},
+	policiesOnly := &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{
 		"widget-policy-environmentconfigs": {ApiVersion: "apiextensions.crossplane.io/v1beta1", Kind: "EnvironmentConfig", Match: labels("fn.widgetco.io/widget-policy", "true")},
+	}}
+	teamB := &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{
+		"widget-policy-environmentconfigs": {ApiVersion: "apiextensions.crossplane.io/v1beta1", Kind: "EnvironmentConfig", Match: labels("fn.widgetco.io/widget-policy", "true")},
+		"widget-policy-namespace":          {ApiVersion: "v1", Kind: "Namespace", Match: &fnv1.ResourceSelector_MatchName{MatchName: "team-b"}},
 		"widget-quota-widgets":             {ApiVersion: "widget.m.widgetco.io/v1beta1", Kind: "Widget", Namespace: ns("team-b"), Match: labels("fn.widgetco.io/component", "widget")},
 		"widget-quota-legacy-widgets":      {ApiVersion: "widget.widgetco.io/v1beta1", Kind: "Widget", Match: labels("fn.widgetco.io/component", "widget", "crossplane.io/claim-namespace", "team-b")},
 		"widget-quota-keys":                {ApiVersion: "widget.m.widgetco.io/v1beta1", Kind: "WidgetKey", Namespace: ns("team-b")},
 		"widget-quota-legacy-keys":         {ApiVersion: "widget.widgetco.io/v1beta1", Kind: "WidgetKey", Match: labels("crossplane.io/claim-namespace", "team-b")},
 	}}
+	policyB := []map[string]any{policyEC("team-b", map[string]any{"namespaceSelector": forTeam("team-b")})}
+	// withFetched returns a request for XR xr with the required resources
+	// of the supplied names.
+	withFetched := func(xr map[string]any, f fetched, names ...string) func() *fnv1.RunFunctionRequest {
+		return func() *fnv1.RunFunctionRequest {
+			req := testRequest{xr: xr, input: policyInput()}.build()
+			all := f.resources()
+			req.RequiredResources = map[string]*fnv1.Resources{}
+			for _, n := range names {
+				req.RequiredResources[n] = all[n]
+			}
+			return req
+		}
+	}
+	every := []string{reqPolicies, reqNamespace, reqWidgets, reqLegacyWidgets, reqKeys, reqLegacyKeys}
 
 	cases := map[string]struct {
 		reason string
 		req    func() *fnv1.RunFunctionRequest
 		want   *fnv1.Requirements
 	}{
-		"NamespacedFirstCall": {
-			reason: "A namespaced XWidget's first call asks for its namespace, every policy and the namespace's widgets and keys of both scopes.",
+		"FirstCall": {
+			reason: "The first call asks for the namespace policies only.",
 			req: func() *fnv1.RunFunctionRequest {
 				return testRequest{xr: nsXR(set("metadata.namespace", "team-b")), input: policyInput()}.build()
 			},
-			want: teamB,
+			want: policiesOnly,
 		},
-		"NamespacedSecondCall": {
-			reason: "With what it asked for, the function asks for exactly the same again, whatever it got: Crossplane stops calling once they are equal.",
-			req: func() *fnv1.RunFunctionRequest {
-				req := testRequest{xr: nsXR(set("metadata.namespace", "team-b")), input: policyInput()}.build()
-				req.RequiredResources = fetched{
-					namespace: namespaceObj("team-b", map[string]any{"widgetco.io/team": "team-b"}),
-					policies:  []map[string]any{policyEC("team-b", map[string]any{"namespaceSelector": forTeam("team-b")})},
-				}.resources()
-				return req
-			},
+		"NoPolicies": {
+			reason: "Without namespace policies the function asks for the same again, so Crossplane stops: no Namespace is read, no usage is listed.",
+			req:    withFetched(nsXR(set("metadata.namespace", "team-b")), fetched{}, reqPolicies),
+			want:   policiesOnly,
+		},
+		"PoliciesExist": {
+			reason: "Once a namespace policy exists, the function asks for its namespace and the namespace's widgets and keys of both scopes.",
+			req:    withFetched(nsXR(set("metadata.namespace", "team-b")), fetched{policies: policyB}, reqPolicies),
+			want:   teamB,
+		},
+		"EverythingFetched": {
+			reason: "With what it asked for, the function asks for exactly the same again: Crossplane stops calling once the requirements are equal.",
+			req: withFetched(nsXR(set("metadata.namespace", "team-b")), fetched{
+				namespace: namespaceObj("team-b", map[string]any{"widgetco.io/team": "team-b"}),
+				policies:  policyB,
+				widgets:   []map[string]any{usedWidget("team-b", "api-1", "api", "small", "", false)},
+			}, every...),
 			want: teamB,
 		},
 		"ClaimOfTeamB": {
 			reason: "A claim's XR asks for its claim's namespace: the claim counts towards the same quotas as the namespace's XWidgets.",
-			req: func() *fnv1.RunFunctionRequest {
-				return testRequest{xr: legacyXR(), input: policyInput()}.build()
-			},
-			want: teamB,
+			req:    withFetched(legacyXR(), fetched{policies: policyB}, reqPolicies),
+			want:   teamB,
 		},
 		"LegacyWithoutClaim": {
 			reason: "A legacy XR without a claim belongs to no namespace: only the Composition's policy applies and nothing is asked for.",

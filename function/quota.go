@@ -53,21 +53,30 @@ type team struct {
 }
 
 // readTeam reads the namespace, its policies and usage from the request's
-// required resources. It reports false when Crossplane has not fetched them
-// yet: the function then decides on the Composition's policy alone, and
-// Crossplane calls it again with them.
-func readTeam(req *fnv1.RunFunctionRequest, ns string, pol policy) (team, bool, error) {
+// required resources, and returns what the function requires. It reports
+// false when Crossplane has not fetched all of that yet: the function then
+// decides on the Composition's policy alone, and Crossplane calls it again
+// with them.
+func readTeam(req *fnv1.RunFunctionRequest, ns string, pol policy) (team, *fnv1.Requirements, bool, error) {
 	t := team{limits: limitsFor(ns, pol, nil)}
 	if ns == "" {
-		return t, true, nil
+		return t, nil, true, nil
 	}
 	got, err := request.GetRequiredResources(req)
 	if err != nil {
-		return t, false, unreadable(err, "cannot read the required resources Crossplane sent")
+		return t, teamRequirements(ns, false), false, unreadable(err, "cannot read the required resources Crossplane sent")
 	}
-	for _, k := range []string{reqNamespace, reqPolicies, reqWidgets, reqLegacyWidgets, reqKeys, reqLegacyKeys} {
+	ecs, ok := got[reqPolicies]
+	reqs := teamRequirements(ns, len(ecs) > 0)
+	if !ok {
+		return t, reqs, false, nil
+	}
+	if len(ecs) == 0 {
+		return t, reqs, true, nil
+	}
+	for k := range reqs.GetResources() {
 		if _, ok := got[k]; !ok {
-			return t, false, nil
+			return t, reqs, false, nil
 		}
 	}
 
@@ -88,7 +97,7 @@ func readTeam(req *fnv1.RunFunctionRequest, ns string, pol policy) (team, bool, 
 	t.usage.keys = append(countOf(got[reqKeys], false), countOf(got[reqLegacyKeys], true)...)
 	sortCounted(t.usage.widgets)
 	sortCounted(t.usage.keys)
-	return t, true, nil
+	return t, reqs, true, nil
 }
 
 func countOf(rs []resource.Required, legacy bool) []counted {
@@ -346,10 +355,11 @@ func clip(s string) string {
 	return s[:cut] + "..."
 }
 
-// admitInNamespace applies the policies and quotas of namespace ns to an XR
-// its Composition's policy admits.
-func admitInNamespace(req *fnv1.RunFunctionRequest, s *state, pol policy, want settings, ns string) (verdict, error) {
-	t, _, err := readTeam(req, ns, pol)
+// admitInNamespace applies the policies and quotas of the XR's namespace to
+// an XR its Composition's policy admits, and asks for what it needs to.
+func admitInNamespace(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRequest, s *state, pol policy, want settings) (verdict, error) {
+	t, reqs, _, err := readTeam(req, teamNamespace(s.xr), pol)
+	rsp.Requirements = reqs
 	if err != nil {
 		return verdict{limits: t.limits}, err
 	}
