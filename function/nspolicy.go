@@ -321,6 +321,16 @@ func (l limit) decidedBy() string {
 	return strings.Join(l.by, " and ")
 }
 
+// subject is who decided a limit, with the verb "allow" agreeing.
+func subject(by []string, decidedBy string) string {
+	if len(by) > 1 {
+		return decidedBy + " allow"
+	}
+	return decidedBy + " allows"
+}
+
+func (l limit) allow() string { return subject(l.by, l.decidedBy()) }
+
 // narrow lowers l to n, set by policy p: the narrowest wins, and objects that
 // set the same value share the decision.
 func narrow(l *limit, n int, p string) {
@@ -341,6 +351,8 @@ type allowedSet struct {
 }
 
 func (s allowedSet) allows(v string) bool { return !s.restricted || slices.Contains(s.items, v) }
+
+func (s allowedSet) allow() string { return subject(s.by, s.decidedBy()) }
 
 func (s allowedSet) decidedBy() string {
 	if len(s.by) == 0 {

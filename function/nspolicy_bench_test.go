@@ -28,7 +28,8 @@ func BenchmarkRunFunctionNamespacePolicy(b *testing.B) {
 	delete(none.RequiredResources, reqNamespace)
 
 	quotas := benchRequest(benchNamespaced, 3, true)
-	var widgets, keys []map[string]any
+	widgets := make([]map[string]any, 0, 100)
+	keys := make([]map[string]any, 0, 300)
 	widgets = append(widgets, usedWidget("team-a", "web-8k2mz", "web", "medium", "2026-11-27T10:00:00Z", false))
 	for i := range 99 {
 		widgets = append(widgets, usedWidget("team-a", fmt.Sprintf("app-%03d-x", i), fmt.Sprintf("app-%03d", i), "small", "2026-11-27T10:00:01Z", false))

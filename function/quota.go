@@ -203,20 +203,20 @@ func admit(x xwidget, want settings, o own, t team, currentSize string) (verdict
 	case admitted && want.size == currentSize:
 		v.kept = append(v.kept, fmt.Sprintf("spec.size %s is no longer allowed by %s (allowed: %s)", want.size, l.sizes.decidedBy(), listOrNone(l.sizes.items)))
 	default:
-		rules = append(rules, field.Invalid(spec.Child("size"), want.size, fmt.Sprintf("%s allows only %s in %s", l.sizes.decidedBy(), listOrNone(l.sizes.items), l.namespace)))
+		rules = append(rules, field.Invalid(spec.Child("size"), want.size, fmt.Sprintf("%s only %s in %s", l.sizes.allow(), listOrNone(l.sizes.items), l.namespace)))
 	}
 	if !admitted && l.regions.restricted && !l.regions.allows(want.region) {
 		if want.region == "" {
-			rules = append(rules, field.Required(spec.Child("region"), fmt.Sprintf("%s allows only %s in %s: set one", l.regions.decidedBy(), listOrNone(l.regions.items), l.namespace)))
+			rules = append(rules, field.Required(spec.Child("region"), fmt.Sprintf("%s only %s in %s: set one", l.regions.allow(), listOrNone(l.regions.items), l.namespace)))
 		} else {
-			rules = append(rules, field.Invalid(spec.Child("region"), want.region, fmt.Sprintf("%s allows only %s in %s", l.regions.decidedBy(), listOrNone(l.regions.items), l.namespace)))
+			rules = append(rules, field.Invalid(spec.Child("region"), want.region, fmt.Sprintf("%s only %s in %s", l.regions.allow(), listOrNone(l.regions.items), l.namespace)))
 		}
 	}
 	if want.keys > l.maxKeys.max {
 		if admitted && want.keys <= len(o.keys) {
-			v.kept = append(v.kept, fmt.Sprintf("spec.keys %d is more than %s allows (%d)", want.keys, l.maxKeys.decidedBy(), l.maxKeys.max))
+			v.kept = append(v.kept, fmt.Sprintf("spec.keys %d is more than %s (%d)", want.keys, l.maxKeys.allow(), l.maxKeys.max))
 		} else {
-			rules = append(rules, field.Invalid(spec.Child("keys"), want.keys, fmt.Sprintf("%s allows 0 to %d access keys in %s", l.maxKeys.decidedBy(), l.maxKeys.max, l.namespace)))
+			rules = append(rules, field.Invalid(spec.Child("keys"), want.keys, fmt.Sprintf("%s 0 to %d access keys in %s", l.maxKeys.allow(), l.maxKeys.max, l.namespace)))
 		}
 	}
 

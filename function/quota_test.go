@@ -121,6 +121,24 @@ func TestNamespacePolicy(t *testing.T) {
 			want: want{status: condFalse, reason: "PolicyViolation",
 				message: `XWidget team-a/web violates the widget policy of namespace team-a; change these fields: spec.keys: Invalid value: 2: EnvironmentConfig keys allows 0 to 1 access keys in team-a`},
 		},
+		"TwoPoliciesSameLimit": {
+			reason: "Two policies that set the same narrowest limit are both named.",
+			xr:     nsXR(),
+			fetched: &fetched{namespace: nsA, policies: []map[string]any{
+				policyEC("keys", map[string]any{"namespaceSelector": forTeam("team-a"), "rules": map[string]any{"maxKeys": 1}}),
+				policyEC("more-keys", map[string]any{"namespaceSelector": forTeam("team-a"), "rules": map[string]any{"maxKeys": 1}}),
+			}},
+			want: want{status: condFalse, reason: "PolicyViolation",
+				message: `XWidget team-a/web violates the widget policy of namespace team-a; change these fields: spec.keys: Invalid value: 2: EnvironmentConfig keys and EnvironmentConfig more-keys allow 0 to 1 access keys in team-a`},
+		},
+		"PolicyNoLongerSelectsNamespace": {
+			reason:   "A namespace whose label no longer matches (or whose policy was deleted) is back to the Composition's policy at the next call.",
+			xr:       nsXR(inB, small, oneKey),
+			observed: ownWidgetB,
+			fetched:  &fetched{namespace: namespaceObj("team-b", map[string]any{"widgetco.io/team": "team-c"}), policies: both},
+			want: want{status: condTrue, reason: "Compliant", composed: true,
+				message: "XWidget team-b/web complies with the platform's widget policy: the Composition's WidgetPolicy; no namespace policy applies to team-b."},
+		},
 		"WidgetQuota": {
 			reason: "team-b has 3 of 3 widgets, one of them a claim's: a new XWidget is rejected on a quota, naming who has them.",
 			xr:     nsXR(inB, small, oneKey),
