@@ -28,9 +28,9 @@ import (
 // The function asks Crossplane for every such EnvironmentConfig and does the
 // namespace selection itself, rather than asking for the EnvironmentConfigs
 // that carry the namespace's labels: that way what it asks for depends only on
-// the XR's own namespace, never on what Crossplane fetched, so its
-// requirements are the same on every call and Crossplane calls it at most
-// at most three times per reconcile (teamRequirements).
+// the XR's own namespace and on whether any policy exists, never on the
+// namespace's labels or the policies' content, so its requirements settle
+// after at most three calls per reconcile (teamRequirements).
 const (
 	// labelWidgetPolicy marks an EnvironmentConfig as a namespace policy.
 	labelWidgetPolicy = "fn.widgetco.io/widget-policy"
@@ -156,10 +156,11 @@ func (p namespacePolicy) String() string { return "EnvironmentConfig " + p.name 
 
 // parseNamespacePolicy reads the namespace policy of an EnvironmentConfig,
 // and reports whether it applies to a namespace with the supplied labels. A
-// policy whose namespace selector cannot be read may be meant for any
-// namespace, so it applies to every one.
-func parseNamespacePolicy(ec *resource.Required, nsLabels map[string]string) (p namespacePolicy, matches bool) {
-	p.name = ec.Resource.GetName()
+// policy with errors applies where its namespace selector, read on its own,
+// selects; one whose selector cannot be read may be meant for any namespace,
+// so it applies to every one.
+func parseNamespacePolicy(ec *resource.Required, nsLabels map[string]string) (namespacePolicy, bool) {
+	p := namespacePolicy{name: ec.Resource.GetName()}
 	root := field.NewPath("data", policyDataKey)
 	data, _ := ec.Resource.Object["data"].(map[string]any)
 	v, ok := data[policyDataKey]
@@ -167,33 +168,58 @@ func parseNamespacePolicy(ec *resource.Required, nsLabels map[string]string) (p 
 		p.errs = field.ErrorList{field.Required(root, "an EnvironmentConfig labelled "+labelWidgetPolicy+"=true must hold a namespace policy here")}
 		return p, true
 	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		p.errs = field.ErrorList{field.Invalid(root, field.OmitValueType{}, err.Error())}
-		return p, true
+	p.errs = decodeNamespacePolicy(v, &p.spec, root)
+	if len(p.errs) == 0 {
+		p.errs = validateNamespacePolicy(p.spec, root)
 	}
-	if errs := unknownFields(v, reflect.TypeFor[namespacePolicySpec](), root); len(errs) > 0 {
-		p.errs = errs
-		return p, true
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p.spec); err != nil {
-		p.errs = field.ErrorList{decodeError(root, err)}
-		// A policy that cannot be read may be meant for any namespace.
-		return p, true
-	}
-	p.errs = validateNamespacePolicy(p.spec, root)
-
-	if p.spec.NamespaceSelector == nil {
-		return p, true
-	}
-	sel, err := metav1.LabelSelectorAsSelector(p.spec.NamespaceSelector)
-	if err != nil {
-		// Already reported by validateNamespacePolicy.
+	sel, ok := selectorOf(v)
+	if !ok {
 		return p, true
 	}
 	return p, sel.Matches(labels.Set(nsLabels))
+}
+
+// decodeNamespacePolicy decodes v, the value of data.widgetPolicy, into s. It
+// returns the fields it does not know and values of the wrong type.
+func decodeNamespacePolicy(v any, s *namespacePolicySpec, root *field.Path) field.ErrorList {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return field.ErrorList{field.Invalid(root, field.OmitValueType{}, err.Error())}
+	}
+	if errs := unknownFields(v, reflect.TypeFor[namespacePolicySpec](), root); len(errs) > 0 {
+		return errs
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(s); err != nil {
+		return field.ErrorList{decodeError(root, err)}
+	}
+	return nil
+}
+
+// selectorOf reads the namespace selector of v, the value of
+// data.widgetPolicy, on its own: a policy whose other fields are wrong still
+// says which namespaces it is meant for.
+func selectorOf(v any) (labels.Selector, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	raw, err := json.Marshal(m["namespaceSelector"])
+	if err != nil {
+		return nil, false
+	}
+	ls := &metav1.LabelSelector{}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if m["namespaceSelector"] == nil || dec.Decode(ls) != nil {
+		return nil, false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return nil, false
+	}
+	return sel, true
 }
 
 // unknownFields returns the fields of v, a decoded JSON value, that type t

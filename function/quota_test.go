@@ -278,6 +278,25 @@ func TestNamespacePolicy(t *testing.T) {
 			want: want{status: condTrue, reason: "Compliant", composed: true,
 				message: "XWidget team-a/web complies with the platform's widget policy: the Composition's WidgetPolicy; no namespace policy applies to team-a."},
 		},
+		"TypoInAnotherTeamsPolicy": {
+			reason: "A policy with an unknown field still says which namespaces it is meant for: it does not block another team's.",
+			xr:     nsXR(),
+			fetched: &fetched{namespace: nsA, policies: []map[string]any{policyEC("team-b", map[string]any{
+				"namespaceSelector": forTeam("team-b"),
+				"rules":             map[string]any{"maxKey": 1},
+			})}},
+			want: want{status: condTrue, reason: "Compliant", composed: true,
+				message: "XWidget team-a/web complies with the platform's widget policy: the Composition's WidgetPolicy; no namespace policy applies to team-a."},
+		},
+		"UnreadableSelectorBlocksEveryNamespace": {
+			reason: "A policy whose selector cannot be read may be meant for any namespace: new XWidgets everywhere are refused, naming it.",
+			xr:     nsXR(),
+			fetched: &fetched{namespace: nsA, policies: []map[string]any{policyEC("team-b", map[string]any{
+				"namespaceSelector": map[string]any{"matchExpressions": []any{map[string]any{"key": "widgetco.io/team", "operator": "Within"}}},
+			})}},
+			want: want{status: condFalse, reason: "InvalidNamespacePolicy",
+				message: `XWidget team-a/web cannot be admitted: a namespace policy that may apply to team-a is invalid, so no new XWidget is admitted there until the platform team fixes it. EnvironmentConfig team-b is invalid: data.widgetPolicy.namespaceSelector: Invalid value: "Within" is not a valid label selector operator`},
+		},
 		"BrokenPolicyAdmittedStays": {
 			reason:   "An admitted XWidget is still composed while a policy of its namespace is broken; its condition names the object.",
 			xr:       nsXR(inB, small, oneKey),
