@@ -156,6 +156,7 @@ func (s *scenario) namespacePolicy(policy map[string]any) *unstructured.Unstruct
 // XWidget's pipeline needs it.
 func (s *scenario) allowCoreToReadNamespaces() {
 	s.t.Helper()
+	s.t.Logf("Before examples/rbac/crossplane-namespaces.yaml (or with it, if another scenario applied it): %s", coreMayReadNamespaces(s))
 	objs, err := platform.ReadObjects(filepath.Join(suite.root, "examples", "rbac", "crossplane-namespaces.yaml"))
 	if err != nil {
 		s.t.Fatal(err)
@@ -170,18 +171,27 @@ func (s *scenario) allowCoreToReadNamespaces() {
 			// Core runs with the admin kubeconfig (no Helm chart roles).
 			return nil
 		}
-		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:               "system:serviceaccount:" + harness.DefaultNamespace + ":crossplane",
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "watch", Resource: "namespaces"},
-		}}
-		if err := suite.kube.Create(s.ctx, sar); err != nil {
-			return err
-		}
-		if !sar.Status.Allowed {
-			return errors.Errorf("not yet: %s", sar.Status.Reason)
+		if msg := coreMayReadNamespaces(s); msg != "allowed" {
+			return errors.New(msg)
 		}
 		return nil
 	})
+}
+
+// coreMayReadNamespaces asks the API server whether Crossplane core's
+// ServiceAccount may watch Namespaces: "allowed", or why not.
+func coreMayReadNamespaces(s *scenario) string {
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               "system:serviceaccount:" + harness.DefaultNamespace + ":crossplane",
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "watch", Resource: "namespaces"},
+	}}
+	if err := suite.kube.Create(s.ctx, sar); err != nil {
+		return "cannot ask: " + err.Error()
+	}
+	if sar.Status.Allowed {
+		return "allowed"
+	}
+	return "core may not watch Namespaces: " + sar.Status.Reason
 }
 
 // waitPolicyCondition waits until u's PolicyCompliant condition has the
