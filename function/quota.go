@@ -227,7 +227,7 @@ func admit(x xwidget, want settings, o own, t team, currentSize string) (verdict
 		case !admitted && len(others) >= q.max:
 			quotas = append(quotas, field.Forbidden(spec, fmt.Sprintf("%s already has %d of %d widgets (quota set by %s): %s", l.namespace, len(others), q.max, q.decidedBy(), owners(others))))
 		case admitted && rank >= q.max:
-			v.kept = append(v.kept, fmt.Sprintf("%s has %d widgets, more than the quota of %d set by %s", l.namespace, len(u.widgets), q.max, q.decidedBy()))
+			v.kept = append(v.kept, fmt.Sprintf("%s has %d widgets, more than the quota of %d set by %s", l.namespace, len(others)+1, q.max, q.decidedBy()))
 		}
 	}
 	if q := l.widgetsPerSize[want.size]; q != nil {
@@ -241,7 +241,9 @@ func admit(x xwidget, want settings, o own, t team, currentSize string) (verdict
 	}
 	if q := l.keys; q.max >= 0 {
 		others, _ := othersAndRank(u.keys, o.isKey, func(counted) bool { return true })
-		mine := len(u.keys) - len(others)
+		// What the XR has: its keys in the list, or, should the list miss
+		// them, the ones it observes.
+		mine := max(len(u.keys)-len(others), len(o.keys))
 		if len(others)+want.keys > q.max {
 			if want.keys > mine {
 				quotas = append(quotas, field.Forbidden(spec.Child("keys"), fmt.Sprintf("%s already has %d of %d access keys in other widgets (quota set by %s); this one asks for %d, at most %d fit", l.namespace, len(others), q.max, q.decidedBy(), want.keys, max(q.max-len(others), 0))))
