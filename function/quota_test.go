@@ -190,6 +190,21 @@ func TestNamespacePolicy(t *testing.T) {
 			want: want{status: condFalse, reason: "AdmittedOverLimit", composed: true,
 				message: "XWidget team-a/web was admitted earlier and stays as it is, but it cannot grow: team-a has 2 widgets, more than the quota of 1 set by EnvironmentConfig team-a. Limits: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes small, medium; regions us-east-1, eu-west-1; at most 3 keys per widget; 1 widget in all."},
 		},
+		"AdmittedKeysOverQuota": {
+			reason: "An admitted XWidget that keeps the keys it has stays when the key quota drops below what the namespace has; it is reported.",
+			xr:     nsXR(),
+			observed: map[string]*fnv1.Resource{
+				"widget": observed(nsWidget(), nil),
+				"key-0":  observed(nsKey(0), nil),
+				"key-1":  observed(nsKey(1), nil),
+			},
+			fetched: &fetched{namespace: nsA, policies: []map[string]any{policyEC("team-a", withQuotas(teamAPolicy(), map[string]any{"keys": 3}))},
+				widgets: []map[string]any{usedWidget("team-a", "web-8k2mz", "web", "medium", "", false)},
+				keys:    []map[string]any{usedKey("team-a", "web-q2w7d", false), usedKey("team-a", "web-m5n8c", false), usedKey("team-a", "api-k1", false), usedKey("team-a", "api-k2", false)},
+			},
+			want: want{status: condFalse, reason: "AdmittedOverLimit", composed: true,
+				message: "XWidget team-a/web was admitted earlier and stays as it is, but it cannot grow: team-a has 4 access keys, more than the quota of 3 set by EnvironmentConfig team-a. Limits: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes small, medium; regions us-east-1, eu-west-1; at most 3 keys per widget; 3 access keys in all."},
+		},
 		"AdmittedWithinQuota": {
 			reason:   "Of two widgets and a quota of 1, the older one is within the quota: its XWidget complies.",
 			xr:       nsXR(),
