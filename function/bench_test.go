@@ -115,8 +115,10 @@ func benchRequest(fl benchFlavour, keys int, ready bool) *fnv1.RunFunctionReques
 	// The XR, its widget's endpoint, external name and object name, and
 	// who owns it.
 	xr, endpoint, widget, mrName, owner := nsXR(set("spec.keys", keys)), nsEndpoint, "team-a-web-8k2mz", "web-8k2mz", "XWidget team-a/web"
+	team := "team-a"
 	if fl == benchLegacy {
 		xr, endpoint, widget, mrName, owner = legacyXR(set("spec.keys", keys)), lgEndpoint, "web-5t2xq-h7kzp", "web-5t2xq-h7kzp", "WidgetClaim team-b/web"
+		team = "team-b"
 	}
 	if !ready {
 		return testRequest{xr: xr, input: in, desired: &fnv1.State{}}.build()
@@ -166,7 +168,7 @@ func benchRequest(fl benchFlavour, keys int, ready bool) *fnv1.RunFunctionReques
 	xr = build(xr, set("status", status), conditions(
 		xpCondition("Ready", "True", "Available", ""),
 		xpCondition("Synced", "True", "ReconcileSuccess", ""),
-		xpCondition("PolicyCompliant", "True", "Compliant", owner+" complies with the platform's widget policy."),
+		xpCondition("PolicyCompliant", "True", "Compliant", owner+" complies with the platform's widget policy: the Composition's WidgetPolicy; no namespace policy applies to "+team+"."),
 		xpCondition("WidgetReady", "True", "Available", fmt.Sprintf("Widget %s is ready at %s.", mrName, endpoint)),
 		xpCondition("KeysReady", "True", "Available", fmt.Sprintf("All %d access keys are ready.", keys)),
 	))

@@ -52,6 +52,10 @@ var warningReasons = map[string]bool{
 	reasonReconcileError:       true,
 	reasonFailed:               true,
 	reasonUnavailable:          true,
+
+	reasonQuotaExceeded:          true,
+	reasonInvalidNamespacePolicy: true,
+	reasonAdmittedOverLimit:      true,
 }
 
 // A condition of the XR and its claim.

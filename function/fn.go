@@ -95,6 +95,13 @@ func (f *Function) RunFunction(ctx context.Context, req *fnv1.RunFunctionRequest
 		return f.refuse(ctx, rsp, log, s, err), nil
 	}
 
+	// The namespace's policies and quotas can only narrow what the
+	// Composition's policy allows (nspolicy.go, quota.go).
+	v, err := admitInNamespace(rsp, req, s, pol, want)
+	if err != nil {
+		return f.refuse(ctx, rsp, log, s, err), nil
+	}
+
 	out, err := compose(ctx, s, pol, want)
 	if err == nil {
 		err = applyOnDelete(out, want, s.observed)
@@ -110,6 +117,7 @@ func (f *Function) RunFunction(ctx context.Context, req *fnv1.RunFunctionRequest
 	if err != nil {
 		return f.refuse(ctx, rsp, log, s, err), nil
 	}
+	out.conditions = replaceCondition(out.conditions, v.condition(s.xr))
 	if err := out.writeTo(rsp); err != nil {
 		return f.fail(rsp, log, s, err), nil
 	}
@@ -156,6 +164,9 @@ func (f *Function) reject(rsp *fnv1.RunFunctionResponse, log logging.Logger, s *
 // fault, and the XR's conditions stay as they are), a rejection is rejected,
 // and any other error fails.
 func (f *Function) refuse(ctx context.Context, rsp *fnv1.RunFunctionResponse, log logging.Logger, s *state, err error) *fnv1.RunFunctionResponse {
+	// Crossplane does not call a function again after a fatal result, so a
+	// refusal asks for nothing.
+	rsp.Requirements = nil
 	if cerr := ctx.Err(); cerr != nil {
 		return f.fail(rsp, log, s, errors.Wrap(cerr, "the call was cancelled or timed out before the function finished"))
 	}

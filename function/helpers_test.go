@@ -302,8 +302,8 @@ const (
 	readyFalse  = fnv1.Ready_READY_FALSE
 	nsEndpoint  = "https://team-a-web-8k2mz.widgets.example.com"
 	lgEndpoint  = "https://web-5t2xq-h7kzp.widgets.example.com"
-	nsCompliant = "XWidget team-a/web complies with the platform's widget policy."
-	lgCompliant = "WidgetClaim team-b/web complies with the platform's widget policy."
+	nsCompliant = "XWidget team-a/web complies with the platform's widget policy: the Composition's WidgetPolicy; no namespace policy applies to team-a."
+	lgCompliant = "WidgetClaim team-b/web complies with the platform's widget policy: the Composition's WidgetPolicy; no namespace policy applies to team-b."
 )
 
 // The desired namespaced Widget of nsXR under policyInput.

@@ -38,13 +38,17 @@ type renderCase struct {
 	composition string
 	xrd         string
 	observed    string
-	wantErr     bool
+	// required are the resources that `crossplane render` fetches for the
+	// function's requirements (--required-resources): a file or directory.
+	required string
+	wantErr  bool
 }
 
 func renderCases() map[string]renderCase {
 	ns := func(f string) string { return examples + "/namespaced/" + f }
 	lg := func(f string) string { return examples + "/legacy/" + f }
 	ad := func(f string) string { return "function/testdata/adopt/" + f }
+	pl := func(f string) string { return "function/testdata/policy/" + f }
 	return map[string]renderCase{
 		"namespaced-new": {
 			reason: "A new namespaced XWidget gets a namespaced Widget and a connection Secret; keys wait for the widget.",
@@ -106,6 +110,33 @@ func renderCases() map[string]renderCase {
 			reason: "Once the widget of a legacy XWidget is ready its key is composed, with a connection secret in the policy's namespace.",
 			xr:     lg("xr.yaml"), composition: lg("composition.yaml"), xrd: lg("definition.yaml"), observed: lg("observed-ready.yaml"),
 		},
+		"policy-team-a": {
+			reason: "With the two teams' namespace policies, team-a's XWidget is admitted; PolicyCompliant names team-a's EnvironmentConfig and its limits.",
+			xr:     ns("xr.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), required: "examples/policy",
+		},
+		"policy-team-b-rejected": {
+			reason: "The same XWidget in team-b is rejected: team-b's EnvironmentConfig allows only small widgets with one key.",
+			xr:     pl("xr-team-b.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), required: "examples/policy",
+			wantErr: true,
+		},
+		"policy-team-b-admitted": {
+			reason: "A small XWidget with one key fits team-b's policy.",
+			xr:     pl("xr-team-b-small.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), required: "examples/policy",
+		},
+		"policy-quota-exceeded": {
+			reason: "team-b already has 3 of 3 widgets, one of them a claim's: the XWidget is rejected on the quota, with who has them.",
+			xr:     pl("xr-team-b-small.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), required: pl("required-quota-full.yaml"),
+			wantErr: true,
+		},
+		"policy-admitted-over-limit": {
+			reason: "An XWidget admitted before team-b's policy narrowed stays as it is: it is composed unchanged, and PolicyCompliant=False says what it exceeds.",
+			xr:     pl("xr-team-b.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: pl("observed-team-b.yaml"), required: "examples/policy",
+		},
+		"policy-invalid": {
+			reason: "A malformed namespace policy blocks new XWidgets in the namespaces it may select with a message that names the object and the field.",
+			xr:     pl("xr-team-b-small.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), required: pl("required-invalid.yaml"),
+			wantErr: true,
+		},
 		"legacy-failing": {
 			reason: "The provider's own error about the Widget reaches the XWidget's (and so the claim's) WidgetReady condition, with a warning.",
 			xr:     lg("xr.yaml"), composition: lg("composition.yaml"), xrd: lg("definition.yaml"), observed: lg("observed-failing.yaml"),
@@ -130,6 +161,9 @@ func TestRender(t *testing.T) {
 				"--function-annotations", "render.crossplane.io/runtime-development-target=" + addr}
 			if tc.observed != "" {
 				args = append(args, "--observed-resources", tc.observed)
+			}
+			if tc.required != "" {
+				args = append(args, "--required-resources", tc.required)
 			}
 			cmd := exec.CommandContext(t.Context(), crank, args...)
 			cmd.Dir = repoRoot

@@ -120,7 +120,7 @@ func observedState(keys int, ready bool) *fnv1.State {
 		"conditions": []any{
 			xpCond("Ready", "True", "Available", ""),
 			xpCond("Synced", "True", "ReconcileSuccess", ""),
-			xpCond("PolicyCompliant", "True", "Compliant", "XWidget team-a/web complies with the platform's widget policy."),
+			xpCond("PolicyCompliant", "True", "Compliant", "XWidget team-a/web complies with the platform's widget policy: the Composition's WidgetPolicy; no namespace policy applies to team-a."),
 			xpCond("WidgetReady", "True", "Available", fmt.Sprintf("Widget %s is ready at %s.", fnWidgetName, fnEndpoint)),
 			xpCond("KeysReady", "True", "Available", fmt.Sprintf("All %d access keys are ready.", keys)),
 		},

@@ -117,6 +117,17 @@ func TestAppTeamAccess(t *testing.T) {
 	cpc.SetKind("ClusterProviderConfig")
 	cpc.SetName("default")
 	mrList := &mv1beta1.WidgetList{}
+	// A namespace policy of her own (docs/policy.md): EnvironmentConfigs
+	// and Namespaces are cluster-scoped, out of her RoleBindings' reach.
+	policy := &unstructured.Unstructured{Object: map[string]any{"data": map[string]any{"widgetPolicy": map[string]any{
+		"namespaceSelector": map[string]any{},
+		"quotas":            map[string]any{"widgets": int64(1000)},
+	}}}}
+	policy.SetAPIVersion("apiextensions.crossplane.io/v1beta1")
+	policy.SetKind("EnvironmentConfig")
+	policy.SetName("alice-policy")
+	policy.SetLabels(map[string]string{"fn.widgetco.io/widget-policy": "true"})
+	teamNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: teamNamespace}}
 	for what, call := range map[string]func() error{
 		"create a namespaced Widget (a managed resource) in team-a": func() error { return alice.Create(s.ctx, mr) },
 		"create a cluster-scoped Widget":                            func() error { return alice.Create(s.ctx, clusterMR) },
@@ -129,6 +140,16 @@ func TestAppTeamAccess(t *testing.T) {
 		"read the ClusterProviderConfig":                            func() error { return alice.Get(s.ctx, client.ObjectKeyFromObject(cpc), cpc) },
 		"change the ClusterProviderConfig": func() error {
 			return alice.Patch(s.ctx, cpc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"endpoint":"http://127.0.0.1:1"}}`)))
+		},
+		"create a namespace policy (an EnvironmentConfig)": func() error { return alice.Create(s.ctx, policy) },
+		"list the namespace policies": func() error {
+			l := &unstructured.UnstructuredList{}
+			l.SetAPIVersion("apiextensions.crossplane.io/v1beta1")
+			l.SetKind("EnvironmentConfigList")
+			return alice.List(s.ctx, l)
+		},
+		"relabel her namespace (which policies select)": func() error {
+			return alice.Patch(s.ctx, teamNS, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"widgetco.io/team":"team-b"}}}`)))
 		},
 		"delete her team's connection Secret": func() error {
 			return alice.Delete(s.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: teamNamespace, Name: "alice-web-connection"}})

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"testing"
+
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/resource"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Builders of the resources Crossplane fetches for the function's
+// requirements, written the way the API server returns them.
+
+// teamNamespace is a Namespace with labels.
+func namespaceObj(name string, labels map[string]any) map[string]any {
+	return map[string]any{
+		"apiVersion": "v1",
+		"kind":       "Namespace",
+		"metadata":   map[string]any{"name": name, "labels": labels},
+	}
+}
+
+// policyEC is an EnvironmentConfig that holds a namespace policy.
+func policyEC(name string, policy any) map[string]any {
+	o := map[string]any{
+		"apiVersion": "apiextensions.crossplane.io/v1beta1",
+		"kind":       "EnvironmentConfig",
+		"metadata":   map[string]any{"name": name, "labels": map[string]any{"fn.widgetco.io/widget-policy": "true"}},
+	}
+	if policy != nil {
+		o["data"] = map[string]any{"widgetPolicy": policy}
+	}
+	return o
+}
+
+// forTeam is a namespace selector of the label widgetco.io/team.
+func forTeam(team string) map[string]any {
+	return map[string]any{"matchLabels": map[string]any{"widgetco.io/team": team}}
+}
+
+// usedWidget is a Widget that counts towards a namespace's quota: a
+// namespaced one of XWidget owner, or, with legacy, a cluster-scoped one of
+// WidgetClaim owner.
+func usedWidget(ns, name, owner, size, created string, legacy bool) map[string]any {
+	md := map[string]any{"name": name, "labels": map[string]any{"fn.widgetco.io/component": "widget", "crossplane.io/composite": owner}}
+	o := map[string]any{
+		"apiVersion": "widget.m.widgetco.io/v1beta1",
+		"kind":       "Widget",
+		"metadata":   md,
+		"spec":       map[string]any{"forProvider": map[string]any{"size": size}},
+	}
+	if created != "" {
+		md["creationTimestamp"] = created
+	}
+	if legacy {
+		o["apiVersion"] = "widget.widgetco.io/v1beta1"
+		md["labels"] = map[string]any{"fn.widgetco.io/component": "widget", "crossplane.io/composite": owner + "-x7k2p", "crossplane.io/claim-name": owner, "crossplane.io/claim-namespace": ns}
+		return o
+	}
+	md["namespace"] = ns
+	return o
+}
+
+// usedKey is a WidgetKey that counts towards a namespace's quota.
+func usedKey(ns, name string, legacy bool) map[string]any {
+	if legacy {
+		return map[string]any{
+			"apiVersion": "widget.widgetco.io/v1beta1",
+			"kind":       "WidgetKey",
+			"metadata":   map[string]any{"name": name, "labels": map[string]any{"crossplane.io/claim-namespace": ns}},
+		}
+	}
+	return map[string]any{
+		"apiVersion": "widget.m.widgetco.io/v1beta1",
+		"kind":       "WidgetKey",
+		"metadata":   map[string]any{"name": name, "namespace": ns},
+	}
+}
+
+// fetched is what Crossplane sends for the function's requirements. Every
+// requirement is present, as Crossplane sends it even when nothing matched.
+type fetched struct {
+	namespace     map[string]any
+	policies      []map[string]any
+	widgets       []map[string]any
+	legacyWidgets []map[string]any
+	keys          []map[string]any
+	legacyKeys    []map[string]any
+}
+
+func (f fetched) resources() map[string]*fnv1.Resources {
+	list := func(os ...map[string]any) *fnv1.Resources {
+		rs := &fnv1.Resources{}
+		for _, o := range os {
+			if o != nil {
+				rs.Items = append(rs.Items, &fnv1.Resource{Resource: resource.MustStructObject(&unstructured.Unstructured{Object: o})})
+			}
+		}
+		return rs
+	}
+	return map[string]*fnv1.Resources{
+		reqNamespace:     list(f.namespace),
+		reqPolicies:      list(f.policies...),
+		reqWidgets:       list(f.widgets...),
+		reqLegacyWidgets: list(f.legacyWidgets...),
+		reqKeys:          list(f.keys...),
+		reqLegacyKeys:    list(f.legacyKeys...),
+	}
+}
+
+func TestTeamRequirements(t *testing.T) {
+	ns := func(s string) *string { return &s }
+	labels := func(kv ...string) *fnv1.ResourceSelector_MatchLabels {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return &fnv1.ResourceSelector_MatchLabels{MatchLabels: &fnv1.MatchLabels{Labels: m}}
+	}
+	policiesOnly := &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{
+		"widget-policy-environmentconfigs": {ApiVersion: "apiextensions.crossplane.io/v1beta1", Kind: "EnvironmentConfig", Match: labels("fn.widgetco.io/widget-policy", "true")},
+	}}
+	teamB := &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{
+		"widget-policy-environmentconfigs": {ApiVersion: "apiextensions.crossplane.io/v1beta1", Kind: "EnvironmentConfig", Match: labels("fn.widgetco.io/widget-policy", "true")},
+		"widget-policy-namespace":          {ApiVersion: "v1", Kind: "Namespace", Match: &fnv1.ResourceSelector_MatchName{MatchName: "team-b"}},
+		"widget-quota-widgets":             {ApiVersion: "widget.m.widgetco.io/v1beta1", Kind: "Widget", Namespace: ns("team-b"), Match: labels("fn.widgetco.io/component", "widget")},
+		"widget-quota-legacy-widgets":      {ApiVersion: "widget.widgetco.io/v1beta1", Kind: "Widget", Match: labels("fn.widgetco.io/component", "widget", "crossplane.io/claim-namespace", "team-b")},
+		"widget-quota-keys":                {ApiVersion: "widget.m.widgetco.io/v1beta1", Kind: "WidgetKey", Namespace: ns("team-b")},
+		"widget-quota-legacy-keys":         {ApiVersion: "widget.widgetco.io/v1beta1", Kind: "WidgetKey", Match: labels("crossplane.io/claim-namespace", "team-b")},
+	}}
+	policyB := []map[string]any{policyEC("team-b", map[string]any{"namespaceSelector": forTeam("team-b")})}
+	// withFetched returns a request for XR xr with the required resources
+	// of the supplied names.
+	withFetched := func(xr map[string]any, f fetched, names ...string) func() *fnv1.RunFunctionRequest {
+		return func() *fnv1.RunFunctionRequest {
+			req := testRequest{xr: xr, input: policyInput()}.build()
+			all := f.resources()
+			req.RequiredResources = map[string]*fnv1.Resources{}
+			for _, n := range names {
+				req.RequiredResources[n] = all[n]
+			}
+			return req
+		}
+	}
+	every := []string{reqPolicies, reqNamespace, reqWidgets, reqLegacyWidgets, reqKeys, reqLegacyKeys}
+
+	cases := map[string]struct {
+		reason string
+		req    func() *fnv1.RunFunctionRequest
+		want   *fnv1.Requirements
+	}{
+		"FirstCall": {
+			reason: "The first call asks for the namespace policies only.",
+			req: func() *fnv1.RunFunctionRequest {
+				return testRequest{xr: nsXR(set("metadata.namespace", "team-b")), input: policyInput()}.build()
+			},
+			want: policiesOnly,
+		},
+		"NoPolicies": {
+			reason: "Without namespace policies the function asks for the same again, so Crossplane stops: no Namespace is read, no usage is listed.",
+			req:    withFetched(nsXR(set("metadata.namespace", "team-b")), fetched{}, reqPolicies),
+			want:   policiesOnly,
+		},
+		"PoliciesExist": {
+			reason: "Once a namespace policy exists, the function asks for its namespace and the namespace's widgets and keys of both scopes.",
+			req:    withFetched(nsXR(set("metadata.namespace", "team-b")), fetched{policies: policyB}, reqPolicies),
+			want:   teamB,
+		},
+		"EverythingFetched": {
+			reason: "With what it asked for, the function asks for exactly the same again: Crossplane stops calling once the requirements are equal.",
+			req: withFetched(nsXR(set("metadata.namespace", "team-b")), fetched{
+				namespace: namespaceObj("team-b", map[string]any{"widgetco.io/team": "team-b"}),
+				policies:  policyB,
+				widgets:   []map[string]any{usedWidget("team-b", "api-1", "api", "small", "", false)},
+			}, every...),
+			want: teamB,
+		},
+		"ClaimOfTeamB": {
+			reason: "A claim's XR asks for its claim's namespace: the claim counts towards the same quotas as the namespace's XWidgets.",
+			req:    withFetched(legacyXR(), fetched{policies: policyB}, reqPolicies),
+			want:   teamB,
+		},
+		"LegacyWithoutClaim": {
+			reason: "A legacy XR without a claim belongs to no namespace: only the Composition's policy applies and nothing is asked for.",
+			req: func() *fnv1.RunFunctionRequest {
+				return testRequest{xr: legacyXR(unset("spec.claimRef")), input: policyInput()}.build()
+			},
+		},
+	}
+	f, err := NewFunction()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rsp, err := f.RunFunction(t.Context(), tc.req())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, rsp.GetRequirements(), protocmp.Transform()); diff != "" {
+				t.Errorf("%s\nrequirements: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

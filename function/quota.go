@@ -1,0 +1,387 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/request"
+	"github.com/crossplane/function-sdk-go/resource"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Condition reasons of namespace policies and quotas (docs/policy.md).
+const (
+	// reasonQuotaExceeded rejects an XWidget, or a change to one, that
+	// would take its namespace over a quota.
+	reasonQuotaExceeded = "QuotaExceeded"
+	// reasonInvalidNamespacePolicy rejects a new XWidget, or reports on an
+	// admitted one, while a namespace policy that may apply is invalid.
+	reasonInvalidNamespacePolicy = "InvalidNamespacePolicy"
+	// reasonAdmittedOverLimit reports an XWidget admitted before its
+	// namespace's limits were lowered: it stays as it is.
+	reasonAdmittedOverLimit = "AdmittedOverLimit"
+)
+
+// A counted is one Widget or WidgetKey that counts towards a namespace's
+// quotas.
+type counted struct {
+	legacy  bool
+	name    string
+	owner   string
+	size    string
+	created metav1.Time
+}
+
+// usage is what a namespace has: its Widgets and WidgetKeys, namespaced and
+// those of its claims, oldest first.
+type usage struct {
+	widgets []counted
+	keys    []counted
+}
+
+// A team is what the function read about the namespace of an XR.
+type team struct {
+	limits namespaceLimits
+	usage  usage
+}
+
+// readTeam reads the namespace, its policies and usage from the request's
+// required resources, and returns what the function requires. It reports
+// false when Crossplane has not fetched all of that yet: the function then
+// decides on the Composition's policy alone, and Crossplane calls it again
+// with them.
+func readTeam(req *fnv1.RunFunctionRequest, ns string, pol policy) (team, *fnv1.Requirements, bool, error) {
+	t := team{limits: limitsFor(ns, pol, nil)}
+	if ns == "" {
+		return t, nil, true, nil
+	}
+	got, err := request.GetRequiredResources(req)
+	if err != nil {
+		return t, teamRequirements(ns, false), false, unreadable(err, "cannot read the required resources Crossplane sent")
+	}
+	ecs, ok := got[reqPolicies]
+	reqs := teamRequirements(ns, len(ecs) > 0)
+	if !ok {
+		return t, reqs, false, nil
+	}
+	if len(ecs) == 0 {
+		return t, reqs, true, nil
+	}
+	for k := range reqs.GetResources() {
+		if _, ok := got[k]; !ok {
+			return t, reqs, false, nil
+		}
+	}
+
+	var nsLabels map[string]string
+	if n := got[reqNamespace]; len(n) > 0 {
+		nsLabels = n[0].Resource.GetLabels()
+	}
+	var policies []namespacePolicy
+	for i := range got[reqPolicies] {
+		if p, ok := parseNamespacePolicy(&got[reqPolicies][i], nsLabels); ok {
+			policies = append(policies, p)
+		}
+	}
+	slices.SortFunc(policies, func(a, b namespacePolicy) int { return cmp.Compare(a.name, b.name) })
+	t.limits = limitsFor(ns, pol, policies)
+
+	t.usage.widgets = append(countOf(got[reqWidgets], false), countOf(got[reqLegacyWidgets], true)...)
+	t.usage.keys = append(countOf(got[reqKeys], false), countOf(got[reqLegacyKeys], true)...)
+	sortCounted(t.usage.widgets)
+	sortCounted(t.usage.keys)
+	return t, reqs, true, nil
+}
+
+func countOf(rs []resource.Required, legacy bool) []counted {
+	out := make([]counted, 0, len(rs))
+	for _, r := range rs {
+		u := r.Resource
+		c := counted{legacy: legacy, name: u.GetName(), created: u.GetCreationTimestamp()}
+		c.owner = u.GetLabels()[labelClaimName]
+		if c.owner == "" {
+			c.owner = u.GetLabels()[labelComposite]
+		}
+		if c.owner == "" {
+			c.owner = c.name
+		}
+		c.size, _, _ = unstructured.NestedString(u.Object, "spec", "forProvider", "size")
+		out = append(out, c)
+	}
+	return out
+}
+
+// sortCounted orders by age, then name: the order in which a namespace's
+// widgets are taken to have been admitted.
+func sortCounted(cs []counted) {
+	slices.SortStableFunc(cs, func(a, b counted) int {
+		if c := a.created.Compare(b.created.Time); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		return cmp.Compare(fmt.Sprint(a.legacy), fmt.Sprint(b.legacy))
+	})
+}
+
+// own is what of the namespace's usage belongs to the XR: its Widget, if it
+// exists (then the XR counts as admitted), and its WidgetKeys.
+type own struct {
+	legacy bool
+	widget string // Empty when the Widget does not exist yet.
+	keys   []string
+}
+
+func ownOf(s *state) own {
+	o := own{legacy: s.xr.flavour == FlavourLegacy}
+	if s.widget.exists {
+		o.widget = s.widget.name
+	}
+	for n, r := range s.observed {
+		if !strings.HasPrefix(n, "key-") {
+			continue
+		}
+		if name := r.GetResource().GetFields()["metadata"].GetStructValue().GetFields()["name"].GetStringValue(); name != "" {
+			o.keys = append(o.keys, name)
+		}
+	}
+	return o
+}
+
+func (o own) isWidget(c counted) bool {
+	return o.widget != "" && c.legacy == o.legacy && c.name == o.widget
+}
+func (o own) isKey(c counted) bool { return c.legacy == o.legacy && slices.Contains(o.keys, c.name) }
+
+// A verdict is the namespace's answer for an XR that its Composition's policy
+// admits.
+type verdict struct {
+	limits namespaceLimits
+	// kept are the limits an XR admitted earlier exceeds now; it stays as
+	// it is.
+	kept []string
+}
+
+// admit checks the settings an XR asks for against its namespace's limits and
+// quotas. An XR whose Widget exists was admitted earlier: it is never
+// rejected for what it already has, only for a change that would exceed a
+// limit (a bigger size, more keys); what it has beyond the current limits is
+// returned as kept. A new XR is rejected for any limit it exceeds, and while
+// a namespace policy that may apply is invalid.
+func admit(x xwidget, want settings, o own, t team, currentSize string) (verdict, error) {
+	l, u := t.limits, t.usage
+	v := verdict{limits: l}
+	admitted := o.widget != ""
+	spec := field.NewPath("spec")
+	var rules, quotas field.ErrorList
+
+	if len(l.broken) > 0 {
+		var msgs []string
+		for _, p := range l.broken {
+			msgs = append(msgs, fmt.Sprintf("%s is invalid: %s", p, join(p.errs)))
+		}
+		if !admitted {
+			return v, &rejection{
+				reason:  reasonInvalidNamespacePolicy,
+				message: fmt.Sprintf("%s cannot be admitted: a namespace policy that may apply to %s is invalid, so no new XWidget is admitted there until the platform team fixes it. %s", x.owner(), l.namespace, strings.Join(msgs, "; ")),
+			}
+		}
+		v.kept = append(v.kept, "no new XWidget is admitted in "+l.namespace+" until the platform team fixes it: "+strings.Join(msgs, "; "))
+	}
+
+	// Rules.
+	switch {
+	case l.sizes.allows(want.size):
+	case admitted && want.size == currentSize:
+		v.kept = append(v.kept, fmt.Sprintf("spec.size %s is no longer allowed by %s (allowed: %s)", want.size, l.sizes.decidedBy(), listOrNone(l.sizes.items)))
+	default:
+		rules = append(rules, field.Invalid(spec.Child("size"), want.size, fmt.Sprintf("%s only %s in %s", l.sizes.allow(), listOrNone(l.sizes.items), l.namespace)))
+	}
+	if !admitted && l.regions.restricted && !l.regions.allows(want.region) {
+		if want.region == "" {
+			rules = append(rules, field.Required(spec.Child("region"), fmt.Sprintf("%s only %s in %s: set one", l.regions.allow(), listOrNone(l.regions.items), l.namespace)))
+		} else {
+			rules = append(rules, field.Invalid(spec.Child("region"), want.region, fmt.Sprintf("%s only %s in %s", l.regions.allow(), listOrNone(l.regions.items), l.namespace)))
+		}
+	}
+	if want.keys > l.maxKeys.max {
+		if admitted && want.keys <= len(o.keys) {
+			v.kept = append(v.kept, fmt.Sprintf("spec.keys %d is more than %s (%d)", want.keys, l.maxKeys.allow(), l.maxKeys.max))
+		} else {
+			rules = append(rules, field.Invalid(spec.Child("keys"), want.keys, fmt.Sprintf("%s 0 to %d access keys in %s", l.maxKeys.allow(), l.maxKeys.max, l.namespace)))
+		}
+	}
+
+	// Quotas.
+	if q := l.widgets; q.max >= 0 {
+		others, rank := othersAndRank(u.widgets, o.isWidget, func(counted) bool { return true })
+		switch {
+		case !admitted && len(others) >= q.max:
+			quotas = append(quotas, field.Forbidden(spec, fmt.Sprintf("%s already has %d of %d widgets (quota set by %s): %s", l.namespace, len(others), q.max, q.decidedBy(), owners(others))))
+		case admitted && rank >= q.max:
+			v.kept = append(v.kept, fmt.Sprintf("%s has %d widgets, more than the quota of %d set by %s", l.namespace, len(others)+1, q.max, q.decidedBy()))
+		}
+	}
+	if q := l.widgetsPerSize[want.size]; q != nil {
+		others, rank := othersAndRank(u.widgets, o.isWidget, func(c counted) bool { return c.size == want.size })
+		switch {
+		case (!admitted || currentSize != want.size) && len(others) >= q.max:
+			quotas = append(quotas, field.Forbidden(spec.Child("size"), fmt.Sprintf("%s already has %d of %d %s widgets (quota set by %s): %s", l.namespace, len(others), q.max, want.size, q.decidedBy(), owners(others))))
+		case admitted && currentSize == want.size && rank >= q.max:
+			v.kept = append(v.kept, fmt.Sprintf("%s has %d %s widgets, more than the quota of %d set by %s", l.namespace, len(others)+1, want.size, q.max, q.decidedBy()))
+		}
+	}
+	if q := l.keys; q.max >= 0 {
+		others, _ := othersAndRank(u.keys, o.isKey, func(counted) bool { return true })
+		// What the XR has: its keys in the list, or, should the list miss
+		// them, the ones it observes.
+		mine := max(len(u.keys)-len(others), len(o.keys))
+		if len(others)+want.keys > q.max {
+			if want.keys > mine {
+				quotas = append(quotas, field.Forbidden(spec.Child("keys"), fmt.Sprintf("%s already has %d of %d access keys in other widgets (quota set by %s); this one asks for %d, at most %d fit", l.namespace, len(others), q.max, q.decidedBy(), want.keys, max(q.max-len(others), 0))))
+			} else {
+				v.kept = append(v.kept, fmt.Sprintf("%s has %d access keys, more than the quota of %d set by %s", l.namespace, len(others)+mine, q.max, q.decidedBy()))
+			}
+		}
+	}
+
+	switch {
+	case len(rules) > 0:
+		return v, &rejection{
+			reason:  reasonPolicyViolation,
+			message: fmt.Sprintf("%s violates the widget policy of namespace %s; change these fields: %s", x.owner(), l.namespace, join(append(rules, quotas...))) + v.widenedNote(),
+			fields:  append(rules, quotas...),
+		}
+	case len(quotas) > 0:
+		return v, &rejection{
+			reason:  reasonQuotaExceeded,
+			message: fmt.Sprintf("%s exceeds a quota of namespace %s; nothing that exists was changed: %s", x.owner(), l.namespace, join(quotas)) + v.widenedNote(),
+			fields:  quotas,
+		}
+	}
+	return v, nil
+}
+
+// othersAndRank returns the items that match and are not the XR's own, and
+// the position of the XR's own among those that match (or the count of
+// others when it has none).
+func othersAndRank(cs []counted, isOwn, match func(counted) bool) ([]counted, int) {
+	others := make([]counted, 0, len(cs))
+	rank := -1
+	for _, c := range cs {
+		if !match(c) {
+			continue
+		}
+		if isOwn(c) {
+			if rank < 0 {
+				rank = len(others)
+			}
+			continue
+		}
+		others = append(others, c)
+	}
+	if rank < 0 {
+		rank = len(others)
+	}
+	return others, rank
+}
+
+// maxOwnersShown bounds the names a quota message lists.
+const maxOwnersShown = 10
+
+// owners names the XWidgets and claims that own the counted widgets.
+func owners(cs []counted) string {
+	if len(cs) == 0 {
+		return "none"
+	}
+	names := make([]string, 0, min(len(cs), maxOwnersShown))
+	for _, c := range cs[:min(len(cs), maxOwnersShown)] {
+		names = append(names, c.owner)
+	}
+	s := strings.Join(names, ", ")
+	if n := len(cs) - maxOwnersShown; n > 0 {
+		s += fmt.Sprintf(" and %d more", n)
+	}
+	return s
+}
+
+func (v verdict) widenedNote() string {
+	if len(v.limits.widened) == 0 {
+		return ""
+	}
+	return " Ignored, because a namespace policy can only narrow the Composition's: " + strings.Join(v.limits.widened, "; ") + "."
+}
+
+// condition is the PolicyCompliant condition of an XR the verdict admits.
+func (v verdict) condition(x xwidget) condition {
+	if len(v.kept) > 0 {
+		reason := reasonAdmittedOverLimit
+		if len(v.limits.broken) > 0 {
+			reason = reasonInvalidNamespacePolicy
+		}
+		return condition{
+			Type:    typePolicyCompliant,
+			Status:  corev1.ConditionFalse,
+			Reason:  reason,
+			Message: clip(fmt.Sprintf("%s was admitted earlier and stays as it is, but it cannot grow: %s. Limits: %s.", x.owner(), strings.Join(v.kept, "; "), v.limits.summary()) + v.widenedNote()),
+		}
+	}
+	return condition{
+		Type:    typePolicyCompliant,
+		Status:  corev1.ConditionTrue,
+		Reason:  reasonCompliant,
+		Message: clip(fmt.Sprintf("%s complies with the platform's widget policy: %s.", x.owner(), v.limits.summary()) + v.widenedNote()),
+	}
+}
+
+// maxPolicyMessage bounds the PolicyCompliant message of an admitted XR:
+// every part is bounded, this bounds their sum.
+const maxPolicyMessage = 2048
+
+func clip(s string) string {
+	if len(s) <= maxPolicyMessage {
+		return s
+	}
+	cut := maxPolicyMessage - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+// admitInNamespace applies the policies and quotas of the XR's namespace to
+// an XR its Composition's policy admits, and asks for what it needs to.
+func admitInNamespace(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRequest, s *state, pol policy, want settings) (verdict, error) {
+	t, reqs, _, err := readTeam(req, teamNamespace(s.xr), pol)
+	rsp.Requirements = reqs
+	if err != nil {
+		return verdict{limits: t.limits}, err
+	}
+	o := ownOf(s)
+	current := s.widget.atProvider.Size
+	for _, c := range t.usage.widgets {
+		if o.isWidget(c) && c.size != "" {
+			current = c.size
+		}
+	}
+	return admit(s.xr, want, o, t, current)
+}
+
+// replaceCondition replaces the condition of the same type as c in cs.
+func replaceCondition(cs []condition, c condition) []condition {
+	for i := range cs {
+		if cs[i].Type == c.Type {
+			cs[i] = c
+			return cs
+		}
+	}
+	return append(cs, c)
+}
