@@ -103,6 +103,9 @@ func (f *Function) RunFunction(ctx context.Context, req *fnv1.RunFunctionRequest
 		err = applyAdoption(ctx, out, s.xr, want, s.observed)
 	}
 	if err == nil {
+		err = applyRotation(out, want)
+	}
+	if err == nil {
 		// Work that ctx cut short returns partial results without an
 		// error. ctx stays done once it is, so this catches all of them.
 		err = ctx.Err()

@@ -45,6 +45,7 @@ func renderCases() map[string]renderCase {
 	ns := func(f string) string { return examples + "/namespaced/" + f }
 	lg := func(f string) string { return examples + "/legacy/" + f }
 	ad := func(f string) string { return "function/testdata/adopt/" + f }
+	rt := func(f string) string { return "function/testdata/rotation/" + f }
 	return map[string]renderCase{
 		"namespaced-new": {
 			reason: "A new namespaced XWidget gets a namespaced Widget and a connection Secret; keys wait for the widget.",
@@ -96,6 +97,34 @@ func renderCases() map[string]renderCase {
 		"legacy-adopt-owned": {
 			reason: "A claim adopting a widget another resource manages is refused without passing on who, which its cluster-scoped Widget sees.",
 			xr:     ad("xr-legacy.yaml"), composition: lg("composition.yaml"), xrd: lg("definition.yaml"), observed: ad("observed-legacy-owned.yaml"),
+			wantErr: true,
+		},
+		"rotation": {
+			reason: "An XWidget's rotation, with the policy's defaults, becomes the rotation of every WidgetKey it composes.",
+			xr:     rt("xr-rotation.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ns("observed-ready.yaml"),
+		},
+		"rotation-leaked": {
+			reason: "Rotate now and revoke at once: requestedAt and revokePreviousAt reach every WidgetKey, with the policy's default overlap.",
+			xr:     rt("xr-leaked.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ns("observed-ready.yaml"),
+		},
+		"rotation-period-too-short": {
+			reason: "A period below the policy's minimum is a fatal result on spec.rotation.period; nothing is changed or revoked.",
+			xr:     rt("xr-period-too-short.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ns("observed-ready.yaml"),
+			wantErr: true,
+		},
+		"rotation-period-too-long": {
+			reason: "A period above the policy's maximum is a fatal result on spec.rotation.period.",
+			xr:     rt("xr-period-too-long.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ns("observed-ready.yaml"),
+			wantErr: true,
+		},
+		"rotation-overlap-too-long": {
+			reason: "An overlap not shorter than the period is a fatal result on spec.rotation.overlap.",
+			xr:     rt("xr-overlap-too-long.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ns("observed-ready.yaml"),
+			wantErr: true,
+		},
+		"rotation-overlap-above-max": {
+			reason: "An overlap above the policy's maximum is a fatal result on spec.rotation.overlap.",
+			xr:     rt("xr-overlap-above-max.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ns("observed-ready.yaml"),
 			wantErr: true,
 		},
 		"legacy-new": {
