@@ -84,6 +84,11 @@ func renderCases() map[string]renderCase {
 			reason: "Once the widget is taken over the XWidget says so and composes its own keys.",
 			xr:     ad("xr-manage.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ad("observed-managed.yaml"),
 		},
+		"adopt-size-not-allowed": {
+			reason: "Adopting without spec.size a widget of a size the policy does not allow is a fatal result on spec.size.",
+			xr:     ad("xr-review-no-size.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ad("observed-large.yaml"),
+			wantErr: true,
+		},
 		"adopt-not-found": {
 			reason: "Adopting a name no widget has is a fatal result on spec.adopt.name.",
 			xr:     ad("xr-review.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ad("observed-not-found.yaml"),
