@@ -4,17 +4,20 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/widgetco/crossplane-widget/test/lib/platform"
 	"github.com/widgetco/crossplane-widget/test/lib/wait"
 )
 
@@ -79,6 +82,7 @@ func TestRotationWithoutFailedCalls(t *testing.T) {
 		}
 		return nil
 	})
+	t.Logf("Rotation 1: Secret %s holds %v during the overlap", secretName, dataKeys(s.secretData(secretName)))
 
 	// Rotation 2, asked for at once: it waits for the first one's overlap,
 	// then the original key is revoked and the next created.
@@ -103,6 +107,8 @@ func TestRotationWithoutFailedCalls(t *testing.T) {
 	time.Sleep(secretRefresh + 5*time.Second)
 	halt()
 
+	s.rejectedRotations(xr, secretName, widget)
+
 	calls, failures := c.calls.Load(), c.failures.Load()
 	used := c.keysUsed()
 	t.Logf("MEASURED: %d calls, %d failed, with %d keys (%v) over %s; 2 rotations, overlap %s, Secret re-read every %s",
@@ -116,6 +122,51 @@ func TestRotationWithoutFailedCalls(t *testing.T) {
 	if len(used) < 3 {
 		t.Errorf("the consumer called with keys %v: want the original key and both rotated keys", used)
 	}
+}
+
+// rejectedRotations asks for rotations the platform cannot honour: one the
+// XRD refuses at admission, one the policy refuses (a period below its
+// minimum). Neither changes a key.
+func (s *scenario) rejectedRotations(xr *unstructured.Unstructured, secret, widget string) {
+	s.t.Helper()
+	before, err := s.keyNames(widget)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	current := string(s.secretData(secret)["key-0-name"])
+
+	err = suite.kube.Patch(s.ctx, xr, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"rotation":{"period":"2h","overlap":"3h"}}}`)))
+	s.t.Logf("Rejected at admission: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "overlap must be shorter than period") {
+		s.t.Errorf("an overlap longer than the period: want a refusal from the XRD, got %v", err)
+	}
+
+	s.mergePatch(xr, `{"spec":{"rotation":{"period":"24h"}}}`)
+	c := s.condition(xr, "PolicyCompliant", func(c platform.Condition) bool { return c.Reason == "PolicyViolation" })
+	s.t.Logf("Rejected by the policy: PolicyCompliant=%s (%s): %s", c.Status, c.Reason, c.Message)
+	if !strings.Contains(c.Message, "spec.rotation.period") {
+		s.t.Errorf("the refusal does not name spec.rotation.period: %s", c.Message)
+	}
+	time.Sleep(5 * time.Second) // a reconcile or two: nothing may move
+	after, err := s.keyNames(widget)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if !slices.Equal(before, after) || string(s.secretData(secret)["key-0-name"]) != current {
+		s.t.Errorf("a rejected rotation changed the keys: %v -> %v, Secret key-0 %s -> %s", before, after, current, s.secretData(secret)["key-0-name"])
+	}
+	s.mergePatch(xr, `{"spec":{"rotation":{"period":null}}}`)
+	s.condition(xr, "PolicyCompliant", func(c platform.Condition) bool { return c.Reason == "Compliant" })
+}
+
+// dataKeys returns the keys of a Secret's data, sorted: never its values.
+func dataKeys(d map[string][]byte) []string {
+	out := make([]string, 0, len(d))
+	for k := range d {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // requestRotation asks for a rotation of xr's keys now.
