@@ -106,7 +106,7 @@ func (f *Function) RunFunction(ctx context.Context, req *fnv1.RunFunctionRequest
 		err = applyAdoption(ctx, out, s.xr, want, s.observed)
 	}
 	if err == nil {
-		err = applyRotation(out, want)
+		err = applyRotation(out, want, s.observed)
 	}
 	if err == nil {
 		// Work that ctx cut short returns partial results without an

@@ -191,8 +191,19 @@ func parseTime(v *string, p *field.Path, errs field.ErrorList) (*metav1.Time, fi
 	return &m, errs
 }
 
-// applyRotation writes s.rotation to every composed WidgetKey.
-func applyRotation(o *outcome, s settings) error {
+// XR status fields of key rotation.
+const (
+	statusNextRotationAt = "status.rotation.nextRotationAt"
+	statusPreviousRevoke = "status.rotation.previousKeysRevokeAt"
+)
+
+// applyRotation writes s.rotation to every composed WidgetKey, and reports
+// in the XR's status when its keys rotate next and, during an overlap, when
+// the replaced keys are revoked: the earliest of its WidgetKeys' times.
+func applyRotation(o *outcome, s settings, obs observedResources) error {
+	if err := rotationStatus(o, s, obs); err != nil {
+		return err
+	}
 	if s.rotation == nil {
 		return nil
 	}
@@ -214,6 +225,40 @@ func applyRotation(o *outcome, s settings) error {
 		}
 		if err := cd.Resource.SetValue("spec.forProvider.rotation", v); err != nil {
 			return errors.Wrapf(err, "cannot set the key rotation of %s", keyResourceName(i))
+		}
+	}
+	return nil
+}
+
+// rotationStatus sets the XR's rotation status from the observed
+// WidgetKeys; it sets nothing while no key reports a schedule.
+func rotationStatus(o *outcome, s settings, obs observedResources) error {
+	var next, revoke time.Time
+	earliest := func(t *time.Time, v *metav1.Time) {
+		if v != nil && (t.IsZero() || v.Time.Before(*t)) {
+			*t = v.Time
+		}
+	}
+	for i := range s.keys {
+		k, ok := obs.get(keyResourceName(i))
+		if !ok {
+			continue
+		}
+		var at commonv1beta1.WidgetKeyObservation
+		if err := k.Resource.GetValueInto("status.atProvider", &at); err != nil {
+			continue
+		}
+		earliest(&next, at.NextRotationAt)
+		if at.Previous != nil {
+			earliest(&revoke, at.Previous.RevokeAt)
+		}
+	}
+	for f, t := range map[string]time.Time{statusNextRotationAt: next, statusPreviousRevoke: revoke} {
+		if t.IsZero() {
+			continue
+		}
+		if err := o.xr.Resource.SetString(f, t.UTC().Format(time.RFC3339)); err != nil {
+			return errors.Wrapf(err, "cannot set %s", f)
 		}
 	}
 	return nil

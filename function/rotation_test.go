@@ -32,12 +32,25 @@ func TestRotation(t *testing.T) {
 		rotation any
 		fatal    string
 	}
+	legacyObs := map[string]*fnv1.Resource{
+		"widget": observed(legacyWidget(), nil),
+		"key-0":  observed(legacyKey(), keyDetails("web-5t2xq-b4r6s", "s3cr3t", "web-5t2xq-h7kzp", lgEndpoint)),
+	}
 	cases := map[string]struct {
 		reason string
 		xr     map[string]any
 		policy map[string]any
-		want   want
+		// observed defaults to obs, keys to key-0 and key-1.
+		observed map[string]*fnv1.Resource
+		keys     []string
+		want     want
 	}{
+		"Legacy": {
+			reason: "A claim's cluster-scoped WidgetKeys get the same rotation.",
+			xr:     legacyXR(set("spec.rotation", map[string]any{"period": "720h"})), policy: rotationBounds(),
+			observed: legacyObs, keys: []string{"key-0"},
+			want: want{rotation: map[string]any{"period": "720h", "overlap": "24h"}},
+		},
 		"None": {
 			reason: "Without spec.rotation and a default period, keys do not rotate and the WidgetKeys are as before.",
 			xr:     nsXR(), policy: rotationBounds(),
@@ -109,7 +122,11 @@ func TestRotation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rsp, err := f.RunFunction(t.Context(), testRequest{xr: tc.xr, input: in, observed: obs}.build())
+			o, keys := obs, []string{"key-0", "key-1"}
+			if tc.observed != nil {
+				o, keys = tc.observed, tc.keys
+			}
+			rsp, err := f.RunFunction(t.Context(), testRequest{xr: tc.xr, input: in, observed: o}.build())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,7 +148,7 @@ func TestRotation(t *testing.T) {
 			if fatal != "" {
 				t.Fatalf("%s\nunexpected fatal result: %s", tc.reason, fatal)
 			}
-			for _, n := range []string{"key-0", "key-1"} {
+			for _, n := range keys {
 				r, ok := rsp.GetDesired().GetResources()[n]
 				if !ok {
 					t.Fatalf("%s\n%s is not composed", tc.reason, n)
@@ -200,6 +217,59 @@ func TestValidateRotationPolicy(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\ninvalid fields: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestRotationStatus(t *testing.T) {
+	ready := func(i int) map[string][]byte {
+		return keyDetails([]string{"team-a-web-q2w7d", "team-a-web-m5n8c"}[i], "s3cr3t", "team-a-web-8k2mz", nsEndpoint)
+	}
+	cases := map[string]struct {
+		reason string
+		keys   [2]map[string]any
+		want   map[string]any
+	}{
+		"NoSchedule": {
+			reason: "Keys that report no schedule leave the XR's status without rotation.",
+			want:   nil,
+		},
+		"Earliest": {
+			reason: "The XR shows the earliest next rotation, and the earliest revocation of a replaced key during an overlap.",
+			keys: [2]map[string]any{
+				{"nextRotationAt": "2026-12-27T11:04:24Z", "previous": map[string]any{"name": "a", "revokeAt": "2026-11-28T11:04:24Z"}},
+				{"nextRotationAt": "2026-12-20T08:00:00Z"},
+			},
+			want: map[string]any{"nextRotationAt": "2026-12-20T08:00:00Z", "previousKeysRevokeAt": "2026-11-28T11:04:24Z"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			obs := map[string]*fnv1.Resource{"widget": observed(nsWidget(widgetReady(nsEndpoint)), nil)}
+			for i, at := range tc.keys {
+				k := nsKey(i)
+				if at != nil {
+					k = nsKey(i, set("status.atProvider", at))
+				}
+				obs[string(keyResourceName(i))] = observed(k, ready(i))
+			}
+			f, err := NewFunction()
+			if err != nil {
+				t.Fatal(err)
+			}
+			xr := nsXR(set("spec.rotation", map[string]any{"period": "720h"}))
+			rsp, err := f.RunFunction(t.Context(), testRequest{xr: xr, input: policyInput(set("rotation", rotationBounds())), observed: obs}.build())
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, _ := rsp.GetDesired().GetComposite().GetResource().AsMap()["status"].(map[string]any)
+			var got map[string]any
+			if r, ok := st["rotation"].(map[string]any); ok {
+				got = r
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nstatus.rotation: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
