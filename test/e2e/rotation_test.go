@@ -52,7 +52,12 @@ func TestRotationWithoutFailedCalls(t *testing.T) {
 	data := s.connectionSecret(s.ns, secretName, 1)
 	widget, first := string(data["widget"]), string(data["key-0-name"])
 
-	c := &consumer{s: s, secret: types.NamespacedName{Namespace: s.ns, Name: secretName}, widget: widget}
+	c := &consumer{s: s, secret: types.NamespacedName{Namespace: s.ns, Name: secretName}, widget: widget, used: map[string]bool{}}
+	// The first call, with the original key, before any rotation.
+	c.call(s.ctx)
+	if c.calls.Load() != 1 || c.keyName != first {
+		t.Fatalf("the consumer's first call: %d calls with key %q, want one with the original key %s", c.calls.Load(), c.keyName, first)
+	}
 	ctx, stop := context.WithCancel(s.ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -83,6 +88,16 @@ func TestRotationWithoutFailedCalls(t *testing.T) {
 		return nil
 	})
 	t.Logf("Rotation 1: Secret %s holds %v during the overlap", secretName, dataKeys(s.secretData(secretName)))
+	s.eventually("status.rotation.previousKeysRevokeAt", func() error {
+		if err := s.get(xr); err != nil {
+			return err
+		}
+		if nested(xr, "status", "rotation", "previousKeysRevokeAt") == "" {
+			return errors.Errorf("status.rotation.previousKeysRevokeAt is not set; %s", notYet(xr))
+		}
+		return nil
+	})
+	t.Logf("Rotation 1: XWidget status.rotation.nextRotationAt %q, previousKeysRevokeAt %q", nested(xr, "status", "rotation", "nextRotationAt"), nested(xr, "status", "rotation", "previousKeysRevokeAt"))
 
 	// Rotation 2, asked for at once: it waits for the first one's overlap,
 	// then the original key is revoked and the next created.
@@ -220,7 +235,6 @@ type consumer struct {
 }
 
 func (c *consumer) run(ctx context.Context) {
-	c.used = map[string]bool{}
 	t := time.NewTicker(callEvery)
 	defer t.Stop()
 	for {
