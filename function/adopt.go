@@ -177,6 +177,20 @@ func checkAdoption(ctx context.Context, x xwidget, s settings, obs observedResou
 	}
 }
 
+// checkAdoptedSize holds an adopted widget whose XR leaves spec.size unset
+// to the policy's sizes: such a widget keeps the size it has, which no
+// other check sees. The error is on spec.size, which fixes it: a size the
+// policy allows resizes the widget once the XR manages it. It is nil until
+// the Widget has observed the widget's size.
+func checkAdoptedSize(x xwidget, s settings, pol policy, w widgetObservation) error {
+	size := w.atProvider.Size
+	if s.adopt == nil || x.spec.Size != nil || size == "" || pol.sizeAllowed(size) {
+		return nil
+	}
+	msg := fmt.Sprintf("widget %s is %s, a size the platform does not allow (allowed: %s): set spec.size to an allowed size, to which the widget is resized once this XWidget manages it; nothing was changed", s.adopt.name, shown(size), strings.Join(allowedSizes(pol), ", "))
+	return policyViolation(x, field.ErrorList{field.Required(field.NewPath("spec", "size"), msg)})
+}
+
 // applyAdoption makes the composed Widget adopt the widget s.adopt names:
 // it names the widget, composes only the fields the XR sets (the widget
 // keeps the others: the provider late-initializes them), observes until a

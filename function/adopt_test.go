@@ -110,6 +110,29 @@ func TestAdoption(t *testing.T) {
 			want: want{policies: []any{"Observe"}, resources: []string{"connection-secret", "key-0", "key-1", "widget"}, adopted: reasonManaged, keys: reasonCreating,
 				status: map[string]any{"name": "legacy-web", "mode": "Review"}},
 		},
+		"SizeUnsetAllowed": {
+			reason: "An adoption that leaves spec.size unset keeps the widget's size, which the policy allows: no error.",
+			req: testRequest{xr: nsXR(adopting("Review"), unset("spec.size")), input: policyInput(), observed: map[string]*fnv1.Resource{
+				"widget": observed(adoptedWidget(set("spec.managementPolicies", []any{"Observe"}), set("status.atProvider.size", "small"), review("False", "NoDifference", "Nothing would change.")), nil),
+			}},
+			want: want{policies: []any{"Observe"}, resources: []string{"connection-secret", "widget"}, adopted: "NoDifference", keys: reasonWaitingForAdoption,
+				status: map[string]any{"name": "legacy-web", "mode": "Review", "review": "Nothing would change."}},
+		},
+		"SizeUnsetNotAllowed": {
+			reason: "An adoption that leaves spec.size unset is held to the policy's sizes by the widget's observed size: a field error on spec.size.",
+			req: testRequest{xr: nsXR(adopting("Manage"), unset("spec.size")), input: policyInput(), observed: map[string]*fnv1.Resource{
+				"widget": observed(adoptedWidget(set("spec.managementPolicies", []any{"Observe"}), set("status.atProvider.size", "large"), review("False", "NoDifference", "Nothing would change.")), nil),
+			}},
+			want: want{fatal: `spec.size: Required value: widget legacy-web is large, a size the platform does not allow (allowed: small, medium): set spec.size`},
+		},
+		"SizeSetResizes": {
+			reason: "Setting spec.size to an allowed size adopts a widget of a size the policy does not allow: the takeover resizes it.",
+			req: testRequest{xr: nsXR(adopting("Review")), input: policyInput(), observed: map[string]*fnv1.Resource{
+				"widget": observed(adoptedWidget(set("spec.managementPolicies", []any{"Observe"}), set("status.atProvider.size", "large"), review("False", "WouldChange", wouldChange)), nil),
+			}},
+			want: want{policies: []any{"Observe"}, resources: []string{"connection-secret", "widget"}, adopted: "WouldChange", keys: reasonWaitingForAdoption,
+				status: map[string]any{"name": "legacy-web", "mode": "Review", "review": wouldChange + "."}},
+		},
 		"NotFound": {
 			reason: "A name no widget has is a field error on spec.adopt.name; nothing is composed.",
 			req: testRequest{xr: nsXR(adopting("Manage")), input: policyInput(), observed: map[string]*fnv1.Resource{

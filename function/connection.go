@@ -14,11 +14,16 @@ const (
 	keyDetailEndpoint = "endpoint"
 	keyDetailKey      = "key"
 	keyDetailKeyName  = "keyName"
+
+	// During a rotation's overlap, the key it replaced (rotation.go).
+	keyDetailPreviousKey     = "previousKey"
+	keyDetailPreviousKeyName = "previousKeyName"
 )
 
 // Connection detail keys of an XWidget. For each access key i there are two
 // more: key-<i> (the key itself) and key-<i>-name (its name in the Widget
-// API).
+// API); during a rotation's overlap two more, key-<i>-previous and
+// key-<i>-previous-name, hold the key the rotation replaced, still valid.
 const (
 	detailEndpoint = "endpoint"
 	detailWidget   = "widget"
@@ -43,6 +48,12 @@ func connectionDetails(obs observation) resource.ConnectionDetails {
 		d[fmt.Sprintf("key-%d", k.index)] = k.details[keyDetailKey]
 		if n := k.details[keyDetailKeyName]; len(n) > 0 {
 			d[fmt.Sprintf("key-%d-name", k.index)] = n
+		}
+		if p := k.details[keyDetailPreviousKey]; len(p) > 0 {
+			d[fmt.Sprintf("key-%d-previous", k.index)] = p
+			if n := k.details[keyDetailPreviousKeyName]; len(n) > 0 {
+				d[fmt.Sprintf("key-%d-previous-name", k.index)] = n
+			}
 		}
 		if _, ok := d[detailEndpoint]; !ok && len(k.details[keyDetailEndpoint]) > 0 {
 			d[detailEndpoint] = k.details[keyDetailEndpoint]

@@ -32,6 +32,14 @@ func TestConnectionDetails(t *testing.T) {
 			obs:    observation{widget: widget},
 			want:   resource.ConnectionDetails{"endpoint": []byte("https://w"), "widget": []byte("team-a-web")},
 		},
+		"Overlap": {
+			reason: "During a rotation's overlap the key it replaced, still valid, is published as key-<i>-previous.",
+			obs: observation{widget: widget, keys: []keyObservation{
+				key(0, resource.ConnectionDetails{"key": []byte("new"), "keyName": []byte("n0-r1"), "previousKey": []byte("old"), "previousKeyName": []byte("n0")}),
+			}},
+			want: resource.ConnectionDetails{"endpoint": []byte("https://w"), "widget": []byte("team-a-web"),
+				"key-0": []byte("new"), "key-0-name": []byte("n0-r1"), "key-0-previous": []byte("old"), "key-0-previous-name": []byte("n0")},
+		},
 		"Keys": {
 			reason: "Each ready key contributes its key and name under its index; keys that are not ready contribute nothing.",
 			obs: observation{widget: widget, keys: []keyObservation{

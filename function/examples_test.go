@@ -70,6 +70,9 @@ func TestValidateRejects(t *testing.T) {
 				`spec.region: Invalid value: "Moon": region must look like us-east-1`,
 				`spec.labels: Invalid value: label keys with the prefix widgetco.io/ are reserved for the provider; use another prefix`,
 				`spec.writeConnectionSecretToRef.name: Invalid value: "Not_A_Secret": name must be a valid Secret name`,
+				`spec.rotation: Invalid value: overlap must be shorter than period`,
+				`spec.rotation.period: Invalid value: "30m": period must be a Go duration from 1h to 87600h`,
+				`spec.rotation.requestedAt: Invalid value: "now": spec.rotation.requestedAt in body must be of type date-time`,
 			},
 		},
 		"Claim": {

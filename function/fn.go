@@ -91,6 +91,9 @@ func (f *Function) RunFunction(ctx context.Context, req *fnv1.RunFunctionRequest
 	if err == nil {
 		err = checkAdoption(ctx, s.xr, want, s.observed)
 	}
+	if err == nil {
+		err = checkAdoptedSize(s.xr, want, pol, s.widget)
+	}
 	if err != nil {
 		return f.refuse(ctx, rsp, log, s, err), nil
 	}
@@ -108,6 +111,9 @@ func (f *Function) RunFunction(ctx context.Context, req *fnv1.RunFunctionRequest
 	}
 	if err == nil {
 		err = applyAdoption(ctx, out, s.xr, want, s.observed)
+	}
+	if err == nil {
+		err = applyRotation(out, want, s.observed)
 	}
 	if err == nil {
 		// Work that ctx cut short returns partial results without an

@@ -31,6 +31,8 @@ type policy struct {
 
 	convergingTTL time.Duration
 	readyTTL      time.Duration
+
+	rotation rotationPolicy
 }
 
 // newPolicy validates the function's input and applies its defaults. The
@@ -59,6 +61,8 @@ func newPolicy(in *v1beta1.WidgetPolicy) (policy, error) {
 
 		convergingTTL: v1beta1.DefaultConvergingTTL,
 		readyTTL:      v1beta1.DefaultReadyTTL,
+
+		rotation: newRotationPolicy(in.Rotation),
 	}
 	if p.defaultSize == "" {
 		p.defaultSize = string(v1beta1.DefaultSize)

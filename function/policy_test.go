@@ -30,6 +30,7 @@ func TestNewPolicy(t *testing.T) {
 				legacySecretNamespace:    "crossplane-system",
 				convergingTTL:            time.Minute,
 				readyTTL:                 10 * time.Minute,
+				rotation:                 rotationPolicy{defaultOverlap: 24 * time.Hour, minPeriod: time.Hour, maxPeriod: 87600 * time.Hour},
 			},
 		},
 		"Set": {
@@ -55,6 +56,7 @@ func TestNewPolicy(t *testing.T) {
 				legacySecretNamespace:    "secrets",
 				convergingTTL:            time.Second,
 				readyTTL:                 time.Hour,
+				rotation:                 rotationPolicy{defaultOverlap: 24 * time.Hour, minPeriod: time.Hour, maxPeriod: 87600 * time.Hour},
 			},
 		},
 	}
@@ -64,7 +66,7 @@ func TestNewPolicy(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s\nnewPolicy(...): %v", tc.reason, err)
 			}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(policy{})); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(policy{}, rotationPolicy{})); diff != "" {
 				t.Errorf("%s\nnewPolicy(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})

@@ -49,6 +49,7 @@ func renderCases() map[string]renderCase {
 	lg := func(f string) string { return examples + "/legacy/" + f }
 	ad := func(f string) string { return "function/testdata/adopt/" + f }
 	pl := func(f string) string { return "function/testdata/policy/" + f }
+	rt := func(f string) string { return "function/testdata/rotation/" + f }
 	return map[string]renderCase{
 		"namespaced-new": {
 			reason: "A new namespaced XWidget gets a namespaced Widget and a connection Secret; keys wait for the widget.",
@@ -87,6 +88,11 @@ func renderCases() map[string]renderCase {
 			reason: "Once the widget is taken over the XWidget says so and composes its own keys.",
 			xr:     ad("xr-manage.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ad("observed-managed.yaml"),
 		},
+		"adopt-size-not-allowed": {
+			reason: "Adopting without spec.size a widget of a size the policy does not allow is a fatal result on spec.size.",
+			xr:     ad("xr-review-no-size.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ad("observed-large.yaml"),
+			wantErr: true,
+		},
 		"adopt-not-found": {
 			reason: "Adopting a name no widget has is a fatal result on spec.adopt.name.",
 			xr:     ad("xr-review.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ad("observed-not-found.yaml"),
@@ -100,6 +106,34 @@ func renderCases() map[string]renderCase {
 		"legacy-adopt-owned": {
 			reason: "A claim adopting a widget another resource manages is refused without passing on who, which its cluster-scoped Widget sees.",
 			xr:     ad("xr-legacy.yaml"), composition: lg("composition.yaml"), xrd: lg("definition.yaml"), observed: ad("observed-legacy-owned.yaml"),
+			wantErr: true,
+		},
+		"rotation": {
+			reason: "An XWidget's rotation, with the policy's defaults, becomes the rotation of every WidgetKey it composes.",
+			xr:     rt("xr-rotation.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ns("observed-ready.yaml"),
+		},
+		"rotation-leaked": {
+			reason: "Rotate now and revoke at once: requestedAt and revokePreviousAt reach every WidgetKey, with the policy's default overlap.",
+			xr:     rt("xr-leaked.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ns("observed-ready.yaml"),
+		},
+		"rotation-period-too-short": {
+			reason: "A period below the policy's minimum is a fatal result on spec.rotation.period; nothing is changed or revoked.",
+			xr:     rt("xr-period-too-short.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ns("observed-ready.yaml"),
+			wantErr: true,
+		},
+		"rotation-period-too-long": {
+			reason: "A period above the policy's maximum is a fatal result on spec.rotation.period.",
+			xr:     rt("xr-period-too-long.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ns("observed-ready.yaml"),
+			wantErr: true,
+		},
+		"rotation-overlap-too-long": {
+			reason: "An overlap not shorter than the period is a fatal result on spec.rotation.overlap.",
+			xr:     rt("xr-overlap-too-long.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ns("observed-ready.yaml"),
+			wantErr: true,
+		},
+		"rotation-overlap-above-max": {
+			reason: "An overlap above the policy's maximum is a fatal result on spec.rotation.overlap.",
+			xr:     rt("xr-overlap-above-max.yaml"), composition: ns("composition.yaml"), xrd: ns("definition.yaml"), observed: ns("observed-ready.yaml"),
 			wantErr: true,
 		},
 		"legacy-new": {

@@ -29,6 +29,9 @@ type settings struct {
 
 	// adopt is the widget the XR adopts, if any.
 	adopt *adoption
+
+	// rotation is how the XR's keys rotate, nil when they do not.
+	rotation *keyRotation
 }
 
 // resolve applies the policy's defaults to the XR's spec and checks the
@@ -77,6 +80,7 @@ func resolve(x xwidget, pol policy, w widgetObservation) (settings, error) {
 
 	errs = append(errs, resolveOnDelete(&s, x, spec.Child("onDelete"))...)
 	errs = append(errs, resolveAdopt(&s, x, spec.Child("adopt"))...)
+	errs = append(errs, resolveRotation(&s, x, pol.rotation, spec.Child("rotation"))...)
 
 	if x.flavour == FlavourNamespaced {
 		errs = append(errs, resolveSecretName(&s, x, spec.Child("writeConnectionSecretToRef", "name"))...)

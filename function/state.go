@@ -89,6 +89,9 @@ type xwidgetSpec struct {
 	// Adopt names an existing widget to adopt (adopt.go).
 	Adopt *adoptSpec `json:"adopt,omitempty"`
 
+	// Rotation is how the access keys rotate (rotation.go).
+	Rotation *rotationSpec `json:"rotation,omitempty"`
+
 	// WriteConnectionSecretToRef names the connection Secret of a
 	// namespaced XWidget. A legacy XR has a field of the same name that
 	// Crossplane manages; the function ignores it.

@@ -53,6 +53,7 @@ func validateInput(in *v1beta1.WidgetPolicy) field.ErrorList {
 	errs = append(errs, validateProviderConfigs(in)...)
 	errs = append(errs, validateTTL(in.TTL.Converging, field.NewPath("ttl", "converging"))...)
 	errs = append(errs, validateTTL(in.TTL.Ready, field.NewPath("ttl", "ready"))...)
+	errs = append(errs, validateRotationPolicy(in.Rotation, field.NewPath("rotation"))...)
 	return errs
 }
 

@@ -197,6 +197,14 @@ func (c *Client) ListKeys(ctx context.Context, widget string) (*KeyList, error) 
 	return l, c.do(ctx, "list keys", MaxListBytes, http.MethodGet, "/v1/widgets/"+url.PathEscape(widget)+"/keys", nil, nil, l)
 }
 
+// VerifyKey returns the key of widget whose secret is secret, as a client of
+// the widget that presents it would be let in; IsNotFound when the widget
+// has no valid key with that secret (never created, or revoked).
+func (c *Client) VerifyKey(ctx context.Context, widget, secret string) (*Key, error) {
+	k := &Key{}
+	return k, c.do(ctx, "verify key", MaxObjectBytes, http.MethodPost, "/v1/widgets/"+url.PathEscape(widget)+"/verify-key", nil, VerifyKeyRequest{Secret: secret}, k)
+}
+
 // DeleteKey revokes a key.
 func (c *Client) DeleteKey(ctx context.Context, widget, key string) error {
 	return c.do(ctx, "delete key", MaxObjectBytes, http.MethodDelete, "/v1/widgets/"+url.PathEscape(widget)+"/keys/"+url.PathEscape(key), nil, nil, nil)

@@ -464,6 +464,44 @@ func (o *countingObserver) get(op string) int {
 	return o.counts[op]
 }
 
+// TestVerifyKey: a key's secret lets a client in until the key is revoked;
+// another widget's key or a made-up secret never does.
+func TestVerifyKey(t *testing.T) {
+	env := apitest.Start(t)
+	c := env.Client(t, apitest.TokenA)
+	mustCreate(t, c, "vw")
+	mustCreate(t, c, "other")
+	k, err := c.CreateKey(ctx(t), "vw", widgetapi.CreateKeyRequest{Name: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := c.CreateKey(ctx(t), "other", widgetapi.CreateKeyRequest{Name: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.VerifyKey(ctx(t), "vw", k.Secret)
+	if err != nil || got.Name != "app" || got.Widget != "vw" {
+		t.Errorf("VerifyKey with the key's secret: %+v, %v; want key app of vw", got, err)
+	}
+	for what, secret := range map[string]string{"another widget's key": o.Secret, "a made-up secret": "wks_nope", "an empty secret": ""} {
+		if _, err := c.VerifyKey(ctx(t), "vw", secret); !widgetapi.IsNotFound(err) {
+			t.Errorf("VerifyKey with %s: got %v, want not found", what, err)
+		}
+	}
+	if _, err := c.VerifyKey(ctx(t), "missing", k.Secret); !widgetapi.IsNotFound(err) {
+		t.Errorf("VerifyKey of a widget that does not exist: got %v, want not found", err)
+	}
+	if err := c.DeleteKey(ctx(t), "vw", "app"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.VerifyKey(ctx(t), "vw", k.Secret); !widgetapi.IsNotFound(err) {
+		t.Errorf("VerifyKey with a revoked key: got %v, want not found", err)
+	}
+	if s := fmt.Sprintf("%v %+v %#v", widgetapi.VerifyKeyRequest{Secret: k.Secret}, widgetapi.VerifyKeyRequest{Secret: k.Secret}, widgetapi.VerifyKeyRequest{Secret: k.Secret}); strings.Contains(s, k.Secret) {
+		t.Errorf("formatting a VerifyKeyRequest reveals the secret")
+	}
+}
+
 func TestRetries(t *testing.T) {
 	env := apitest.Start(t)
 	seed := env.Client(t, apitest.TokenA)

@@ -154,6 +154,18 @@ type CreateKeyRequest struct {
 	Description string            `json:"description,omitempty"`
 }
 
+// VerifyKeyRequest is the body of a key verification: what a client of a
+// widget presents.
+type VerifyKeyRequest struct {
+	Secret string `json:"secret"`
+}
+
+// String returns a description of the request without its secret.
+func (VerifyKeyRequest) String() string { return "verify key (secret redacted)" }
+
+// GoString implements fmt.GoStringer so %#v redacts the secret too.
+func (r VerifyKeyRequest) GoString() string { return r.String() }
+
 // KeyList is the keys of one widget, ordered by name.
 type KeyList struct {
 	Items []Key `json:"items"`

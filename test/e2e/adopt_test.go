@@ -114,6 +114,7 @@ func TestAdoptThroughXWidget(t *testing.T) {
 		}
 		return nil
 	})
+	t.Logf("Keep: after the delete, widget %s is %s, %s, owner marker %q; keys %v", name, got.State, got.Size, got.Labels[ownerLabel], keys)
 
 	// Another namespace adopts the released widget.
 	b := s.neighbour("b")

@@ -89,6 +89,36 @@ func (s *Server) getKey(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// verifyKey answers whether a secret is a valid key of the widget: what the
+// widget checks when one of its clients calls it. It is the data plane's
+// view of the keys: a revoked key is not found, whoever asks. The secret
+// travels in the body, never in the URL, so that it reaches no access log.
+func (s *Server) verifyKey(w http.ResponseWriter, r *http.Request) {
+	req := widgetapi.VerifyKeyRequest{}
+	if !readBody(w, r, s, &req) {
+		return
+	}
+	project, widget := projectOf(r), r.PathValue("name")
+	sum := sha256.Sum256([]byte(req.Secret))
+	var k *widgetapi.Key
+	err := s.store.view(func(t *tx) error {
+		if _, err := t.getWidget(project, widget); err != nil {
+			return err
+		}
+		var err error
+		k, err = t.keyBySecret(project, widget, sum[:])
+		return err
+	})
+	switch {
+	case errors.Is(err, errNotFound):
+		notFound(w, "a valid key of widget "+widget+" with this secret")
+	case err != nil:
+		storeFailed(w, s, err)
+	default:
+		writeJSON(w, http.StatusOK, k)
+	}
+}
+
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 	project, widget := projectOf(r), r.PathValue("name")
 	list := widgetapi.KeyList{}

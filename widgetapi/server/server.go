@@ -359,6 +359,7 @@ func (s *Server) routes() []route {
 		{"GET /v1/widgets/{name}/keys", s.listKeys},
 		{"GET /v1/widgets/{name}/keys/{key}", s.getKey},
 		{"DELETE /v1/widgets/{name}/keys/{key}", s.deleteKey},
+		{"POST /v1/widgets/{name}/verify-key", s.verifyKey},
 		{"GET /v1/changes", s.listChanges},
 	}
 }

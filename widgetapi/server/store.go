@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"crypto/subtle"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -220,6 +221,27 @@ func (t *tx) putKey(project string, r *keyRecord) error {
 
 func (t *tx) deleteKey(project, widget, key string) error {
 	return t.Bucket(bucketKeys).Delete(keyKey(project, widget, key))
+}
+
+// keyBySecret returns the key of widget whose secret hashes to sum, or
+// errNotFound. It compares every key's hash in constant time.
+func (t *tx) keyBySecret(project, widget string, sum []byte) (*widgetapi.Key, error) {
+	prefix := widgetKey(project, widget)
+	c := t.Bucket(bucketKeys).Cursor()
+	var found *widgetapi.Key
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		r := keyRecord{}
+		if err := json.Unmarshal(v, &r); err != nil {
+			return nil, err
+		}
+		if subtle.ConstantTimeCompare(r.SecretHash, sum) == 1 {
+			found = &r.Key
+		}
+	}
+	if found == nil {
+		return nil, errNotFound
+	}
+	return found, nil
 }
 
 func (t *tx) listKeys(project, widget string) ([]widgetapi.Key, error) {

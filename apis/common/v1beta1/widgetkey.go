@@ -113,6 +113,17 @@ type KeyRotation struct {
 	// its overlap.
 	// +optional
 	RequestedAt *metav1.Time `json:"requestedAt,omitempty"`
+
+	// RevokePreviousAt cuts the overlap short, for a key that leaked: the
+	// previous key is revoked at this time instead of at the end of its
+	// overlap, if it was created at or before it. Set it, with
+	// requestedAt, to the current time to replace the current key and
+	// revoke it at once (consumers still using it then fail: this trades
+	// availability for containment). It applies only to keys that existed
+	// at that time, so a value left in place never shortens the overlap
+	// of a later rotation.
+	// +optional
+	RevokePreviousAt *metav1.Time `json:"revokePreviousAt,omitempty"`
 }
 
 // PreviousKeyObservation is the key that the last rotation replaced, valid

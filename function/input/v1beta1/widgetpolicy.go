@@ -116,6 +116,12 @@ type WidgetPolicy struct {
 	// it calls the function again for the same XWidget.
 	// +optional
 	TTL TTL `json:"ttl,omitempty"`
+
+	// Rotation is how the access keys of every XWidget are rotated: a
+	// default period and overlap, and the bounds of what an XWidget may
+	// ask for (spec.rotation).
+	// +optional
+	Rotation RotationPolicy `json:"rotation,omitempty"`
 }
 
 // Defaults for the fields an XWidget does not set.

@@ -244,6 +244,44 @@ func TestKeyRotateNow(t *testing.T) {
 	}
 }
 
+// TestKeyRotateNowRevokePrevious: "rotate now: it leaked". requestedAt and
+// revokePreviousAt set to the same time replace the key and revoke the
+// leaked one without waiting for the overlap; the Secret's key is valid at
+// every step.
+func TestKeyRotateNowRevokePrevious(t *testing.T) {
+	e, c, _ := rotatingEnv(t, "2s")
+	e.rotatingKey("leak", 720*time.Hour, 24*time.Hour)
+	base := defaultName(e.ns, "leak")
+	e.waitState("leak", "the first key", "key="+base, []string{base})
+
+	k := &nsv1beta1.WidgetKey{}
+	now := metav1.NewTime(c.now().Add(time.Second).Truncate(time.Second))
+	if err := e.update(k, "leak", func() {
+		k.Spec.ForProvider.Rotation.RequestedAt = &now
+		k.Spec.ForProvider.Rotation.RevokePreviousAt = &now
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// No clock advance: the 24h overlap is cut short by the request.
+	e.waitState("leak", "the rotation and the leaked key's revocation", "key="+base+"-r1", []string{base + "-r1"})
+	e.eventually(30*time.Second, "one KeyRotated and one PreviousKeyRevoked event", func() (bool, string) {
+		r := e.eventReasons()
+		return r["KeyRotated"] == 1 && r["PreviousKeyRevoked"] == 1, fmt.Sprintf("events %v", r)
+	})
+
+	// Left in place, revokePreviousAt does not shorten the next rotation's
+	// overlap: the key it now names as previous was created after it.
+	later := metav1.NewTime(c.now().Add(time.Second).Truncate(time.Second))
+	if err := e.update(k, "leak", func() { k.Spec.ForProvider.Rotation.RequestedAt = &later }); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState("leak", "the next rotation, with its overlap", "key="+base+"-r2 previousKey="+base+"-r1", []string{base + "-r1", base + "-r2"})
+	time.Sleep(5 * time.Second) // a couple of polls: the previous key stays
+	if got := e.apiKeys(); !slices.Equal(got, []string{base + "-r1", base + "-r2"}) {
+		t.Errorf("keys during the second rotation's overlap: %v, want %s-r1 and %s-r2", got, base, base)
+	}
+}
+
 // TestKeyRotationCrashAfterCreate: the provider dies after the Widget API
 // created the new key and before the Secret was written. The Secret keeps
 // its valid key; the restarted provider revokes the unused key and rotates

@@ -298,6 +298,7 @@ func (e *external[T]) plan(mg T, owned map[string]*widgetapi.Key, data map[strin
 		default:
 			p.revokeAt = p.current.CreatedAt.Add(minOverlap)
 		}
+		p.revokeAt = cutShort(r, p.previous.CreatedAt, p.revokeAt)
 		p.revokePrevious = !now.Before(p.revokeAt)
 	}
 	if r == nil {
@@ -321,6 +322,20 @@ func (e *external[T]) plan(mg T, owned map[string]*widgetapi.Key, data map[strin
 	}
 	p.rotate = !p.next.IsZero() && !now.Before(p.next) && (p.previous == nil || p.revokePrevious)
 	return p
+}
+
+// cutShort returns when a previous key created at created is revoked, given
+// the end of its overlap: r.RevokePreviousAt when the key existed then and
+// it is earlier (an emergency revocation), else the end of the overlap.
+func cutShort(r *commonv1beta1.KeyRotation, created, overlapEnd time.Time) time.Time {
+	if r == nil || r.RevokePreviousAt == nil {
+		return overlapEnd
+	}
+	at := r.RevokePreviousAt.Time
+	if created.After(at) || !at.Before(overlapEnd) {
+		return overlapEnd
+	}
+	return at
 }
 
 // clock returns the time rotations are scheduled by: e.now's, or the
@@ -407,7 +422,11 @@ func (e *external[T]) updateRotating(ctx context.Context, mg T) (managed.Externa
 		if err := e.api.DeleteKey(ctx, p.widget, p.previous.Name); err != nil && !widgetapi.IsNotFound(err) {
 			return managed.ExternalUpdate{}, errors.Wrapf(err, "cannot revoke previous key %s", p.previous.Name)
 		}
-		e.record.Event(mg, event.Normal(ReasonPreviousKeyRevoked, "Revoked previous key "+p.previous.Name+" after its overlap; the connection Secret holds only key "+p.current.Name))
+		why := "after its overlap"
+		if r := mg.GetKeyRotation(); r != nil && r.RevokePreviousAt != nil && p.revokeAt.Equal(r.RevokePreviousAt.Time) {
+			why = "before the end of its overlap, as spec.forProvider.rotation.revokePreviousAt asked"
+		}
+		e.record.Event(mg, event.Normal(ReasonPreviousKeyRevoked, "Revoked previous key "+p.previous.Name+" "+why+"; the connection Secret holds only key "+p.current.Name))
 		delete(cd, DetailPreviousKey)
 		delete(cd, DetailPreviousKeyName)
 		clearPrevious(cd, p.secret)
@@ -427,7 +446,7 @@ func (e *external[T]) updateRotating(ctx context.Context, mg T) (managed.Externa
 		cd[DetailPreviousKeyName] = []byte(p.current.Name)
 		cur := k.Key
 		p.previous, p.current = p.current, &cur
-		p.revokeAt = cur.CreatedAt.Add(r.Overlap.Duration)
+		p.revokeAt = cutShort(r, p.previous.CreatedAt, cur.CreatedAt.Add(r.Overlap.Duration))
 		p.next = time.Time{}
 		if r.Period != nil {
 			p.next = cur.CreatedAt.Add(r.Period.Duration)

@@ -92,6 +92,10 @@ func TestPlan(t *testing.T) {
 		}
 		return r
 	}
+	revokeAt := func(r *commonv1beta1.KeyRotation, t time.Time) *commonv1beta1.KeyRotation {
+		r.RevokePreviousAt = ptr.To(metav1.NewTime(t))
+		return r
+	}
 	type want struct {
 		current, previous string
 		unused            []string
@@ -136,6 +140,38 @@ func TestPlan(t *testing.T) {
 		"OverlapOver": {
 			reason:   "Once the overlap after the current key's creation has passed, the previous key is revoked.",
 			rotation: rot(24*time.Hour, time.Hour, nil),
+			owned:    []*widgetapi.Key{key("ci", 0), key("ci-r1", 24*time.Hour)},
+			secret:   secret("ci-r1", "ci"),
+			now:      at(25 * time.Hour),
+			want:     want{current: "ci-r1", previous: "ci", revokePrevious: true, next: at(48 * time.Hour)},
+		},
+		"RevokePreviousNow": {
+			reason:   "revokePreviousAt cuts the overlap short: a previous key created before it is revoked once it has passed.",
+			rotation: revokeAt(rot(24*time.Hour, time.Hour, nil), at(24*time.Hour+10*time.Minute)),
+			owned:    []*widgetapi.Key{key("ci", 0), key("ci-r1", 24*time.Hour)},
+			secret:   secret("ci-r1", "ci"),
+			now:      at(24*time.Hour + 10*time.Minute),
+			want:     want{current: "ci-r1", previous: "ci", revokePrevious: true, next: at(48 * time.Hour)},
+		},
+		"RevokePreviousScheduled": {
+			reason:   "A revokePreviousAt in the future waits, and the next rotation (due earlier) waits for it, not for the end of the overlap.",
+			rotation: revokeAt(rot(24*time.Hour, 12*time.Hour, ptr.To(at(24*time.Hour+5*time.Minute))), at(24*time.Hour+30*time.Minute)),
+			owned:    []*widgetapi.Key{key("ci", 0), key("ci-r1", 24*time.Hour)},
+			secret:   secret("ci-r1", "ci"),
+			now:      at(24*time.Hour + 10*time.Minute),
+			want:     want{current: "ci-r1", previous: "ci", next: at(24*time.Hour + 30*time.Minute), honours: true},
+		},
+		"RevokePreviousLeftInPlace": {
+			reason:   "A revokePreviousAt earlier than the previous key's creation does not shorten a later rotation's overlap.",
+			rotation: revokeAt(rot(24*time.Hour, time.Hour, nil), at(time.Minute)),
+			owned:    []*widgetapi.Key{key("ci-r1", 24*time.Hour), key("ci-r2", 48*time.Hour)},
+			secret:   secret("ci-r2", "ci-r1"),
+			now:      at(48*time.Hour + 10*time.Minute),
+			want:     want{current: "ci-r2", previous: "ci-r1", next: at(72 * time.Hour)},
+		},
+		"RevokePreviousAfterOverlap": {
+			reason:   "A revokePreviousAt later than the end of the overlap changes nothing: the overlap ends first.",
+			rotation: revokeAt(rot(24*time.Hour, time.Hour, nil), at(30*time.Hour)),
 			owned:    []*widgetapi.Key{key("ci", 0), key("ci-r1", 24*time.Hour)},
 			secret:   secret("ci-r1", "ci"),
 			now:      at(25 * time.Hour),
