@@ -90,11 +90,12 @@ publish: publish-registry xpkg ## Push the provider and function as multi-arch i
 
 .PHONY: test
 test: tools vet check-diff lint ## Everything CI runs: tools, vet/gofmt, generated-file check, lint, then all tests and the end-to-end suite side by side.
-	@# The end-to-end suite mostly waits on its control plane (about 0.8 of
-	@# a core on average), so it runs beside the other tests rather than
-	@# after them; each prints its output when it ends.
-	@echo "unit and e2e run side by side; each prints its output when it ends (e2e ~5 min)"
-	$(MAKE) --no-print-directory -j2 --output-sync=target unit e2e
+	@# The end-to-end suite mostly waits on its control plane (240 s of CPU
+	@# over a 5-minute run), so it runs beside the other tests rather than
+	@# after them. Their lines interleave; each package's result and each
+	@# e2e scenario names itself.
+	@echo "unit and e2e run side by side; their output interleaves (e2e lines name their scenario)"
+	$(MAKE) --no-print-directory -j2 --output-sync=line unit e2e
 
 # Four test binaries at a time rather than one per core: the integration
 # tiers mostly wait on the processes they start (the provider's used 39 s

@@ -181,6 +181,9 @@ func (s *scenario) rotate(mr *namespacedv1beta1.Widget, reader *widgetapi.Client
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var failures []string
+	// The key is taken before the watcher starts: mergePatch below decodes
+	// into mr while the watcher runs.
+	key := client.ObjectKeyFromObject(mr)
 	wg.Go(func() {
 		for {
 			select {
@@ -189,7 +192,7 @@ func (s *scenario) rotate(mr *namespacedv1beta1.Widget, reader *widgetapi.Client
 			case <-time.After(200 * time.Millisecond):
 			}
 			w := &namespacedv1beta1.Widget{}
-			if err := suite.kube.Get(s.ctx, client.ObjectKeyFromObject(mr), w); err != nil {
+			if err := suite.kube.Get(s.ctx, key, w); err != nil {
 				continue
 			}
 			if c := w.GetCondition(xpv2.TypeSynced); c.Status == corev1.ConditionFalse {
