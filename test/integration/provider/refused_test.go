@@ -112,8 +112,12 @@ func TestRefusedTokenDoesNotThrottleOtherTenants(t *testing.T) {
 
 			for i := range teamAWidgets {
 				w := a.waitSyncedFalse(fmt.Sprintf("a%d", i), "refused this ProviderConfig's token (401 unauthorized")
-				if m := w.GetCondition(xpv2.TypeSynced).Message; !strings.Contains(m, "put a valid token in the ProviderConfig's credentials") || strings.Contains(m, refusedToken) {
-					t.Errorf("team-a's Widget a%d: the message must say what to do and hold no token: %q", i, m)
+				c := w.GetCondition(xpv2.TypeSynced)
+				if !strings.Contains(c.Message, "put a valid token in the ProviderConfig's credentials") || strings.Contains(c.Message, refusedToken) {
+					t.Errorf("team-a's Widget a%d: the message must say what to do and hold no token: %q", i, c.Message)
+				}
+				if i == 0 {
+					t.Logf("team-a's Widget a0: Synced=%s, %s: %s", c.Status, c.Reason, c.Message)
 				}
 			}
 			// Team-b starts once team-a's resources have been refused and
