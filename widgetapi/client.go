@@ -77,8 +77,8 @@ type Client struct {
 // check. Its methods must be safe for concurrent use.
 type Guard interface {
 	// Admit returns nil to send the attempt, or the error the call then
-	// fails with, unsent and not retried.
-	Admit() error
+	// fails with, unsent and not retried. It may wait, within ctx.
+	Admit(ctx context.Context) error
 	// Done is told the result of every attempt that was sent: nil for a
 	// success, an *Error for an error status, or a transport error.
 	Done(err error)
@@ -302,7 +302,7 @@ func (c *Client) do(ctx context.Context, op string, limit int64, method, path st
 			}
 		}
 		if c.guard != nil {
-			if gerr := c.guard.Admit(); gerr != nil {
+			if gerr := c.guard.Admit(ctx); gerr != nil {
 				return gerr
 			}
 		}

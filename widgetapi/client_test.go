@@ -288,8 +288,8 @@ type guardFn struct {
 	done  func(error)
 }
 
-func (g guardFn) Admit() error   { return g.admit() }
-func (g guardFn) Done(err error) { g.done(err) }
+func (g guardFn) Admit(context.Context) error { return g.admit() }
+func (g guardFn) Done(err error)              { g.done(err) }
 
 // TestGuard checks that a Guard sees every attempt, and that an attempt it
 // refuses is neither sent nor retried.

@@ -1,6 +1,7 @@
 package clients
 
 import (
+	"context"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -35,11 +36,13 @@ const maxPaused = 4096
 // token and CA bundle, see Connection) is sent for the first pause, then
 // one attempt is let through: refused again, the next pause is twice as
 // long, up to the maximum; accepted (any answer that is not a refusal of
-// the credential), the credential is forgotten. Attempts in flight when a
-// pause starts do not lengthen it. A changed credential (a new Secret
-// value, a rotated token file) has another key and is tried at once. So a
-// refused credential costs the address's budget at most one attempt per
-// pause.
+// the credential), the pause is over. Attempts in flight when a pause
+// starts do not lengthen it. A changed credential (a new Secret value, a
+// rotated token file) has another key and is tried at once. The first
+// attempt with a credential goes alone: the others wait for its answer.
+// So a credential refused from the start costs the address's budget one
+// attempt per pause, however many resources use it; one refused after it
+// was accepted (it expired), also those of its attempts in flight then.
 //
 // A nil *Pauses pauses nothing. Pauses is safe for concurrent use.
 type Pauses struct {
@@ -51,6 +54,10 @@ type Pauses struct {
 
 	mu sync.Mutex
 	m  map[string]*pause
+	// ok are the credentials the Widget API accepted since their last
+	// refusal (at most maxPaused; past it, they are tried again one at a
+	// time).
+	ok map[string]struct{}
 }
 
 type pause struct {
@@ -61,6 +68,9 @@ type pause struct {
 	// probing is set when one attempt was let through after the pause
 	// ended; until then covers the wait for its answer.
 	probing bool
+	// trying is set while the first attempt with a credential not known to
+	// be accepted is unanswered, and closed when it is answered.
+	trying chan struct{}
 	// cause is the refusal, as the Widget API put it.
 	cause    string
 	endpoint string
@@ -76,6 +86,7 @@ func NewPauses(first, maxPause time.Duration) *Pauses {
 		first: first, max: max(first, maxPause), now: time.Now,
 		jitter: func(d time.Duration) time.Duration { return rand.N(d/5 + 1) }, //nolint:gosec // jitter
 		m:      map[string]*pause{},
+		ok:     map[string]struct{}{},
 	}
 }
 
@@ -128,28 +139,63 @@ func (p *Pauses) Paused(key string) (time.Duration, error) {
 	return 0, nil
 }
 
-// Admit returns nil when an attempt with key may be sent: key is not
-// paused, or its pause has ended and no other attempt was let through
-// since. Otherwise it returns a *PausedError.
-func (p *Pauses) Admit(key string) error {
+// maxTrying bounds how long an attempt waits for the answer to the first
+// attempt with its credential (see Admit) before it is sent anyway.
+const maxTrying = 10 * time.Second
+
+// Admit returns nil when an attempt with key may be sent, or a
+// *PausedError. An attempt is sent when key is known to be accepted; when
+// it is the first with key, or the first since key's pause ended (the
+// others are refused until it is answered); and when key is not paused. An
+// attempt with a key not known to be accepted waits for the answer to the
+// first one (at most maxTrying, within ctx), so that the resources of a
+// credential that is refused from the start, however many try it at once,
+// cost one refusal.
+func (p *Pauses) Admit(ctx context.Context, key string) error {
 	if p == nil {
 		return nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	ps, ok := p.m[key]
-	if !ok {
-		return nil
+	for {
+		p.mu.Lock()
+		if _, ok := p.ok[key]; ok {
+			p.mu.Unlock()
+			return nil
+		}
+		now := p.now()
+		ps, ok := p.m[key]
+		if !ok {
+			p.room(now)
+			p.m[key] = &pause{trying: make(chan struct{})}
+			p.mu.Unlock()
+			return nil
+		}
+		if ps.trying != nil {
+			tried := ps.trying
+			p.mu.Unlock()
+			t := time.NewTimer(maxTrying)
+			select {
+			case <-tried:
+				t.Stop()
+				continue
+			case <-t.C:
+				return nil
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+		}
+		var err error
+		if now.Before(ps.until) {
+			err = p.err(ps)
+		} else {
+			// The one attempt of this pause; the others are refused until
+			// it is answered, or for another pause when it gets no answer.
+			ps.probing = true
+			ps.until = now.Add(ps.step)
+		}
+		p.mu.Unlock()
+		return err
 	}
-	now := p.now()
-	if now.Before(ps.until) {
-		return p.err(ps)
-	}
-	// The one attempt of this pause; the others wait for its answer, or
-	// for another pause when it gets none.
-	ps.probing = true
-	ps.until = now.Add(ps.step)
-	return nil
 }
 
 // Done records the result of an attempt sent with key to endpoint.
@@ -162,8 +208,31 @@ func (p *Pauses) Done(key, endpoint string, err error) {
 		p.refused(key, endpoint, err)
 	case accepted(err):
 		p.mu.Lock()
-		delete(p.m, key)
-		p.mu.Unlock()
+		defer p.mu.Unlock()
+		if ps, ok := p.m[key]; ok {
+			ps.tried()
+			delete(p.m, key)
+		}
+		if len(p.ok) >= maxPaused {
+			clear(p.ok)
+		}
+		p.ok[key] = struct{}{}
+	default:
+		// Nothing learned. A first attempt's waiters try again.
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if ps, ok := p.m[key]; ok && ps.trying != nil {
+			ps.tried()
+			delete(p.m, key)
+		}
+	}
+}
+
+// tried releases the attempts waiting for the first one's answer.
+func (ps *pause) tried() {
+	if ps.trying != nil {
+		close(ps.trying)
+		ps.trying = nil
 	}
 }
 
@@ -188,12 +257,17 @@ func (p *Pauses) refused(key, endpoint string, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
+	delete(p.ok, key)
 	ps, ok := p.m[key]
 	switch {
 	case !ok:
 		p.room(now)
 		ps = &pause{step: p.first}
 		p.m[key] = ps
+	case ps.trying != nil:
+		// The first attempt with the credential.
+		ps.tried()
+		ps.step = p.first
 	case ps.probing || !now.Before(ps.until):
 		ps.step = min(2*ps.step, p.max)
 	default:
@@ -212,14 +286,15 @@ func (p *Pauses) room(now time.Time) {
 		return
 	}
 	for k, ps := range p.m {
-		if now.Sub(ps.until) > p.max {
+		if ps.trying == nil && now.Sub(ps.until) > p.max {
 			delete(p.m, k)
 		}
 	}
-	for k := range p.m {
+	for k, ps := range p.m {
 		if len(p.m) < maxPaused {
 			return
 		}
+		ps.tried()
 		delete(p.m, k)
 	}
 }
@@ -256,5 +331,5 @@ type guard struct {
 	key, endpoint string
 }
 
-func (g guard) Admit() error   { return g.pauses.Admit(g.key) }
-func (g guard) Done(err error) { g.pauses.Done(g.key, g.endpoint, err) }
+func (g guard) Admit(ctx context.Context) error { return g.pauses.Admit(ctx, g.key) }
+func (g guard) Done(err error)                  { g.pauses.Done(g.key, g.endpoint, err) }

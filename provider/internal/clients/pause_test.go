@@ -1,9 +1,11 @@
 package clients
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +40,7 @@ type pauseOp func(p *Pauses, clk *fakeClock) string
 // result.
 func send(k string, result error) pauseOp {
 	return func(p *Pauses, _ *fakeClock) string {
-		if err := p.Admit(k); err != nil {
+		if err := p.Admit(context.Background(), k); err != nil {
 			var pe *PausedError
 			if !errors.As(err, &pe) {
 				return fmt.Sprintf("%s: unexpected %v", k, err)
@@ -69,6 +71,9 @@ func left(k string) pauseOp {
 		return fmt.Sprintf("%s: paused for %s more", k, d)
 	}
 }
+
+// admit reports whether an attempt with k is admitted.
+func admit(p *Pauses, k string) bool { return p.Admit(context.Background(), k) == nil }
 
 func newTestPauses(jitter func(time.Duration) time.Duration) (*Pauses, *fakeClock) {
 	clk := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
@@ -135,7 +140,7 @@ func TestPauses(t *testing.T) {
 			ops: []pauseOp{
 				send("a", errUnauthorized), after(10 * time.Second),
 				func(p *Pauses, _ *fakeClock) string {
-					return fmt.Sprint("admitted: ", p.Admit("a") == nil, p.Admit("a") == nil, p.Admit("a") == nil)
+					return fmt.Sprint("admitted: ", admit(p, "a"), admit(p, "a"), admit(p, "a"))
 				},
 				answered("a", errUnauthorized), left("a"),
 			},
@@ -216,7 +221,7 @@ func TestPausedError(t *testing.T) {
 func TestNilPauses(t *testing.T) {
 	var p *Pauses
 	p.Done("a", "http://widgets.test", errUnauthorized)
-	if err := p.Admit("a"); err != nil {
+	if err := p.Admit(context.Background(), "a"); err != nil {
 		t.Errorf("a nil *Pauses paused a credential: %v", err)
 	}
 	if NewPauses(0, time.Minute) != nil {
@@ -277,5 +282,74 @@ func TestResolvePausesRefusedToken(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"get widget 401", "get widget 404"}, sent); diff != "" {
 		t.Errorf("requests sent: -want, +got:\n%s", diff)
+	}
+}
+
+// TestPausesFirstAttemptAlone checks that the first attempt with a
+// credential goes alone: however many resources try it at once, a
+// credential refused from the start costs one refusal.
+func TestPausesFirstAttemptAlone(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		// first is the answer to the first attempt; when the waiters are
+		// released one goes, and then is answered with next.
+		first, next error
+		want        []string
+	}{
+		"Refused": {
+			reason: "When the first attempt is refused, the attempts that waited for it are refused locally.",
+			first:  errUnauthorized,
+			want:   []string{"paused", "paused", "paused"},
+		},
+		"Accepted": {
+			reason: "When the first attempt is accepted, the attempts that waited for it are sent.",
+			first:  nil,
+			want:   []string{"sent", "sent", "sent"},
+		},
+		"NoAnswer": {
+			reason: "When the first attempt learns nothing (a transport error), one waiter tries next, alone.",
+			first:  errTransport,
+			next:   errUnmapped,
+			want:   []string{"paused", "paused", "sent"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p, _ := newTestPauses(func(time.Duration) time.Duration { return 0 })
+			if !admit(p, "a") {
+				t.Fatal("the first attempt with a credential was not admitted")
+			}
+			results := make(chan string, 3)
+			for range 3 {
+				go func() {
+					if err := p.Admit(context.Background(), "a"); err != nil {
+						results <- "paused"
+						return
+					}
+					results <- "sent"
+				}()
+			}
+			time.Sleep(100 * time.Millisecond)
+			if n := len(results); n != 0 {
+				t.Fatalf("%s\n%d attempts did not wait for the first one's answer", tc.reason, n)
+			}
+			p.Done("a", "http://widgets.test", tc.first)
+			var got []string
+			if tc.next != nil {
+				got = append(got, <-results)
+				time.Sleep(100 * time.Millisecond)
+				if n := len(results); n != 0 {
+					t.Fatalf("%s\n%d attempts did not wait for the next one's answer", tc.reason, n)
+				}
+				p.Done("a", "http://widgets.test", tc.next)
+			}
+			for len(got) < 3 {
+				got = append(got, <-results)
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }
