@@ -19,9 +19,11 @@ const (
 	DefaultMaxPause   = 5 * time.Minute
 )
 
-// maxPaused bounds the credentials Pauses remembers: past it, those whose
-// pause ended longest ago are forgotten first, and forgetting one costs at
-// most one more refused attempt.
+// maxPaused bounds the credentials Pauses remembers, paused and accepted
+// each: past it, paused ones whose pause ended more than the longest pause
+// ago are forgotten first, then any; forgetting a paused credential costs
+// at most one more refused attempt, an accepted one a first attempt that
+// goes alone again.
 const maxPaused = 4096
 
 // Pauses stops the provider from sending a credential the Widget API has
