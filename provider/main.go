@@ -92,6 +92,9 @@ type cli struct {
 	ChangeLogsSocket string `name:"changelogs-socket" default:"${changelogs_socket}" help:"Unix socket of the change logs sidecar, on a volume shared with it."`
 
 	APIRetries int `default:"4" help:"Attempts per idempotent Widget API request (retried on 5xx and transport errors, with backoff)."`
+	// Not a tuning knob: 0 exists so a test can show what the pause
+	// prevents.
+	RefusedTokenPause time.Duration `default:"10s" help:"After the Widget API refuses a token (401, or 403 for an unmapped identity), send nothing with that token for this long, doubling up to 5m, until the token changes: refused attempts get the provider's address throttled for every tenant (docs/tenancy.md). 0 disables the pause."`
 
 	WebhookTLSCertDir string `env:"WEBHOOK_TLS_CERT_DIR" help:"Directory of the conversion webhook's TLS certificate (tls.crt, tls.key), which Crossplane's package runtime mounts and names here. When empty the webhook server is off, and only v1beta1, the storage version, can be used."`
 	WebhookPort       int    `default:"9443" help:"Port of the conversion webhook server: the port of the Service Crossplane creates for the provider."`
@@ -213,6 +216,7 @@ func run(c *cli) error {
 	throttle := clients.NewThrottle()
 	resolver := clients.NewResolver(mgr.GetClient(),
 		clients.WithThrottle(throttle),
+		clients.WithPauses(clients.NewPauses(c.RefusedTokenPause, clients.DefaultMaxPause)),
 		clients.WithUserAgent("provider-widget/"+version),
 		clients.WithObserver(own.ObserveAPI),
 		clients.WithRetryPolicy(retryPolicy(c.APIRetries)),

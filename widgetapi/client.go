@@ -68,6 +68,20 @@ type Client struct {
 	ua      string
 	retry   RetryPolicy
 	observe ObserveFunc
+	guard   Guard
+}
+
+// A Guard admits every attempt of a call before it is sent and learns how
+// each attempt ended, so a caller can stop sending a credential the server
+// refused (see IsCredentialRefused) without relying on every call site to
+// check. Its methods must be safe for concurrent use.
+type Guard interface {
+	// Admit returns nil to send the attempt, or the error the call then
+	// fails with, unsent and not retried. It may wait, within ctx.
+	Admit(ctx context.Context) error
+	// Done is told the result of every attempt that was sent: nil for a
+	// success, an *Error for an error status, or a transport error.
+	Done(err error)
 }
 
 // An Option configures a Client.
@@ -88,6 +102,9 @@ func WithRetryPolicy(p RetryPolicy) Option { return func(c *Client) { c.retry = 
 
 // WithObserver reports every HTTP attempt, e.g. to metrics.
 func WithObserver(fn ObserveFunc) Option { return func(c *Client) { c.observe = fn } }
+
+// WithGuard makes g admit every attempt of every call (see Guard).
+func WithGuard(g Guard) Option { return func(c *Client) { c.guard = g } }
 
 // New returns a client for the API served at endpoint (scheme and host, and an
 // optional path prefix; the client adds /v1).
@@ -292,8 +309,16 @@ func (c *Client) do(ctx context.Context, op string, limit int64, method, path st
 				return err
 			}
 		}
+		if c.guard != nil {
+			if gerr := c.guard.Admit(ctx); gerr != nil {
+				return gerr
+			}
+		}
 		var retry bool
 		retry, err = c.once(ctx, op, limit, method, u.String(), body, out, opts)
+		if c.guard != nil {
+			c.guard.Done(err)
+		}
 		if err == nil || !retry {
 			return err
 		}
@@ -341,7 +366,7 @@ func (c *Client) once(ctx context.Context, op string, limit int64, method, u str
 		return ctx.Err() == nil, fmt.Errorf("widget API %s: cannot read response: %w", op, err)
 	}
 	if rsp.StatusCode >= 300 {
-		e := &Error{Op: op, StatusCode: rsp.StatusCode, RetryAfter: retryAfter(rsp.Header.Get("Retry-After"))}
+		e := &Error{Op: op, Method: method, StatusCode: rsp.StatusCode, RetryAfter: retryAfter(rsp.Header.Get("Retry-After"))}
 		if tooLarge {
 			// The status still says what happened; the body is not read.
 			e.Problem = Problem{Status: rsp.StatusCode, Code: codeForStatus(rsp.StatusCode), Title: http.StatusText(rsp.StatusCode), Detail: fmt.Sprintf("%v: more than %d bytes", ErrResponseTooLarge, limit)}

@@ -219,7 +219,7 @@ func TestErrors(t *testing.T) {
 				_, err := env.Client(t, "").GetWidget(ctx(t), "x")
 				return err
 			},
-			want: want{status: 401, code: widgetapi.CodeUnauthorized, check: widgetapi.IsUnauthorized},
+			want: want{status: 401, code: widgetapi.CodeUnauthorized, check: refusedCredential},
 		},
 		"BadToken": {
 			reason: "an unknown token is 401",
@@ -227,7 +227,7 @@ func TestErrors(t *testing.T) {
 				_, err := env.Client(t, "not-a-token").ListWidgets(ctx(t), widgetapi.ListWidgetsOptions{})
 				return err
 			},
-			want: want{status: 401, code: widgetapi.CodeUnauthorized, check: widgetapi.IsUnauthorized},
+			want: want{status: 401, code: widgetapi.CodeUnauthorized, check: refusedCredential},
 		},
 		"KeyOfMissingWidget": {
 			reason: "a key of a missing widget is 404",
@@ -274,6 +274,46 @@ func TestErrors(t *testing.T) {
 				t.Errorf("%s: the typed helper does not recognise %v", tc.reason, err)
 			}
 		})
+	}
+}
+
+// refusedCredential is true of a 401: the token itself is refused.
+func refusedCredential(err error) bool {
+	return widgetapi.IsUnauthorized(err) && widgetapi.IsCredentialRefused(err)
+}
+
+// guardFn is a widgetapi.Guard made of functions.
+type guardFn struct {
+	admit func() error
+	done  func(error)
+}
+
+func (g guardFn) Admit(context.Context) error { return g.admit() }
+func (g guardFn) Done(err error)              { g.done(err) }
+
+// TestGuard checks that a Guard sees every attempt, and that an attempt it
+// refuses is neither sent nor retried.
+func TestGuard(t *testing.T) {
+	env := apitest.Start(t)
+	var refuse error
+	var admitted int
+	var done []error
+	c := env.Client(t, "not-a-token", widgetapi.WithGuard(guardFn{
+		admit: func() error { admitted++; return refuse },
+		done:  func(err error) { done = append(done, err) },
+	}))
+	if _, err := c.GetWidget(ctx(t), "x"); !refusedCredential(err) {
+		t.Fatalf("GetWidget(...) with a wrong token: want 401, got %v", err)
+	}
+	if admitted != 1 || len(done) != 1 || !refusedCredential(done[0]) {
+		t.Errorf("after a 401: want 1 admitted and its 401 reported, got %d admitted, results %v", admitted, done)
+	}
+	refuse = errors.New("paused")
+	if _, err := c.GetWidget(ctx(t), "x"); !errors.Is(err, refuse) {
+		t.Errorf("GetWidget(...) refused by the guard: want its error, got %v", err)
+	}
+	if admitted != 2 || len(done) != 1 {
+		t.Errorf("an attempt the guard refused: want it asked once and nothing sent, got %d admitted, results %v", admitted, done)
 	}
 }
 

@@ -58,6 +58,8 @@ type Problem struct {
 type Error struct {
 	// Op is the client operation, e.g. "get widget".
 	Op string
+	// Method is the HTTP method of the request.
+	Method string
 	// StatusCode is the HTTP status.
 	StatusCode int
 	// Problem is the decoded problem document.
@@ -154,6 +156,22 @@ func IsInvalid(err error) ([]FieldError, bool) {
 func IsUnauthorized(err error) bool {
 	e, ok := asError(err)
 	return ok && e.StatusCode == http.StatusUnauthorized
+}
+
+// IsCredentialRefused reports whether the API refused the request's
+// credential itself: a 401 (the token is missing, unknown, expired or
+// otherwise not valid), or the 403 of an identity token whose subject maps
+// to no project. The contract gives a viewer every read, so a 403 to a read
+// (GET, HEAD) is always the latter; a viewer's refused write is not a
+// refused credential. The server counts each such refusal against the
+// client address's failed-authentication budget.
+func IsCredentialRefused(err error) bool {
+	e, ok := asError(err)
+	if !ok {
+		return false
+	}
+	read := e.Method == http.MethodGet || e.Method == http.MethodHead
+	return e.StatusCode == http.StatusUnauthorized || e.StatusCode == http.StatusForbidden && read
 }
 
 // IsForbidden reports whether the caller authenticated but may not do what

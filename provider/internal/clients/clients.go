@@ -43,7 +43,17 @@ type Connection struct {
 	// shares (of change feeds, of the reconciles they trigger) are kept
 	// by it.
 	Namespace string
+
+	// pauses and credential (endpoint, the token itself and CA bundle,
+	// even for a token file) say when the credential is paused.
+	pauses     *Pauses
+	credential string
 }
+
+// Paused returns, while the Widget API's refusal of the connection's
+// credential pauses it (see Pauses), how long the pause has left and the
+// error that explains it.
+func (c *Connection) Paused() (time.Duration, error) { return c.pauses.Paused(c.credential) }
 
 // A Resolver turns managed resources into Connections. It is safe for
 // concurrent use.
@@ -55,6 +65,7 @@ type Resolver struct {
 	observe  widgetapi.ObserveFunc
 	retry    widgetapi.RetryPolicy
 	throttle *Throttle
+	pauses   *Pauses
 
 	httpClients *httpClients
 	// tokens are the tokens read in the last TokenTTL, by Secret key.
@@ -87,6 +98,10 @@ func WithObserver(fn widgetapi.ObserveFunc) Option { return func(r *Resolver) { 
 // WithThrottle tells t about every successful call, so its client-side
 // rate limit can recover after 429s.
 func WithThrottle(t *Throttle) Option { return func(r *Resolver) { r.throttle = t } }
+
+// WithPauses makes every connection's client stop sending a credential the
+// Widget API refused, as p says (see Pauses).
+func WithPauses(p *Pauses) Option { return func(r *Resolver) { r.pauses = p } }
 
 // WithTokenFileDir sets the only directory token files (credentials source
 // Filesystem) are read from; default DefaultTokenFileDir.
@@ -152,16 +167,24 @@ func (r *Resolver) Resolve(ctx context.Context, mg resource.Managed) (*Connectio
 			t.Succeeded(key)
 		}
 	}
-	c, err := widgetapi.New(spec.Endpoint,
+	// The pause is per token even for a token file: a rotated token is
+	// tried at once.
+	credential := connectionKey(spec.Endpoint, token, spec.CABundle)
+	opts := []widgetapi.Option{
 		widgetapi.WithToken(token),
 		widgetapi.WithHTTPClient(hc),
 		widgetapi.WithUserAgent(r.ua),
 		widgetapi.WithObserver(observe),
-		widgetapi.WithRetryPolicy(r.retry))
+		widgetapi.WithRetryPolicy(r.retry),
+	}
+	if r.pauses != nil {
+		opts = append(opts, widgetapi.WithGuard(guard{pauses: r.pauses, key: credential, endpoint: spec.Endpoint}))
+	}
+	c, err := widgetapi.New(spec.Endpoint, opts...)
 	if err != nil {
 		return nil, errors.Wrapf(err, "invalid endpoint in %s", describe(pc))
 	}
-	conn := &Connection{Client: c, Key: key, Endpoint: spec.Endpoint}
+	conn := &Connection{Client: c, Key: key, Endpoint: spec.Endpoint, pauses: r.pauses, credential: credential}
 	if _, ok := pc.(*nsv1alpha1.ProviderConfig); ok {
 		conn.Namespace = pc.GetNamespace()
 	}

@@ -51,14 +51,23 @@ type Sessions struct {
 }
 
 // Open resolves mg's connection and returns a session for one reconcile. It
-// fails without calling the API while the connection is throttled. kind and
-// widget say which change feed entries concern mg.
+// fails without calling the API, and without following the change feed,
+// while the connection's credential is paused (the Widget API refused it)
+// or the connection is throttled. kind and widget say which change feed
+// entries concern mg.
 func (g *Sessions) Open(ctx context.Context, mg resource.Managed, delay Delayer, kind, widget string) (*Session, error) {
 	c, err := g.Resolver.Resolve(ctx, mg)
 	if err != nil {
 		return nil, err
 	}
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}}
+	// A paused credential's resources retry with the controller's backoff
+	// (at most a minute), not at the end of the pause: such a retry costs
+	// no Widget API call, and a token that was fixed meanwhile is used at
+	// the first one.
+	if _, err := c.Paused(); err != nil {
+		return nil, err
+	}
 	// A short wait is cheaper than a failed reconcile and a condition that
 	// flaps; a long one frees the worker and requeues.
 	deadline := time.Now().Add(maxWait)

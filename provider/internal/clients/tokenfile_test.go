@@ -314,3 +314,43 @@ func TestResolveIdentityTokenFile(t *testing.T) {
 		t.Errorf("the widget is not in project-b, where the subject maps: %v", err)
 	}
 }
+
+// TestRotatedTokenFileIsNotPaused: a token file keeps its connection key
+// across rotations, but a pause is per token: once the kubelet rotates a
+// refused token, the new one is sent at once.
+func TestRotatedTokenFileIsNotPaused(t *testing.T) {
+	env := apitest.Start(t)
+	dir := filepath.Join(t.TempDir(), "widgetco.io")
+	path := filepath.Join(dir, "serviceaccount", "token")
+	write(t, path, "expired-token")
+	fromFile := func(s *commonv1alpha1.ProviderConfigSpec) {
+		s.Credentials = commonv1alpha1.ProviderCredentials{Source: xpv2.CredentialsSourceFilesystem, Fs: &commonv1alpha1.TokenFileSelector{Path: path}}
+	}
+	now := fileNow
+	r := NewResolver(fakes.NewKube(clusterPC(env.URL, fromFile)), WithTokenFileDir(dir), WithPauses(NewPauses(time.Hour, time.Hour)))
+	r.files.now = func() time.Time { return now }
+	cpcRef := &xpv2.ProviderConfigReference{Kind: nsv1alpha1.ClusterProviderConfigKind, Name: testPC}
+
+	c, err := r.Resolve(t.Context(), nsMR(cpcRef))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Client.ListWidgets(t.Context(), widgetapi.ListWidgetsOptions{}); !widgetapi.IsUnauthorized(err) {
+		t.Fatalf("ListWidgets(...) with the expired token: want 401, got %v", err)
+	}
+	if _, err := c.Client.ListWidgets(t.Context(), widgetapi.ListWidgetsOptions{}); !IsPaused(err) {
+		t.Errorf("ListWidgets(...) with the refused token again: want a *PausedError, got %v", err)
+	}
+	write(t, path, apitest.TokenA)
+	now = now.Add(TokenTTL)
+	rotated, err := r.Resolve(t.Context(), nsMR(cpcRef))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rotated.Paused(); err != nil || rotated.Key != c.Key {
+		t.Errorf("after the rotation: want the same connection key (%t) and no pause, got %v", rotated.Key == c.Key, err)
+	}
+	if _, err := rotated.Client.ListWidgets(t.Context(), widgetapi.ListWidgetsOptions{}); err != nil {
+		t.Errorf("ListWidgets(...) with the rotated token: %v", err)
+	}
+}

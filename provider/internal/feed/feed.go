@@ -263,6 +263,16 @@ func (m *Manager) stop(key string, f *follower) {
 	}
 }
 
+// stopFollower stops f, the follower of connection key, unless another has
+// replaced it.
+func (m *Manager) stopFollower(key string, f *follower) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.followers[key] == f {
+		m.stop(key, f)
+	}
+}
+
 // Follow makes sure c's change feed is followed and that a change to widget
 // requeues the managed resource key of kind. It is cheap and safe to call on
 // every reconcile; before Start it does nothing.
@@ -404,6 +414,17 @@ func (m *Manager) start(c *clients.Connection) *follower {
 	fl.OnPoll = func() { f.live.Store(true) }
 	fl.OnError = func(err error, retryIn time.Duration) {
 		f.live.Store(false)
+		if clients.IsRefused(err) {
+			// The follower's token was refused, or is paused after a
+			// refusal (clients.Pauses): it stops, rather than poll with
+			// a token that may have been rotated since (a token file
+			// keeps its connection key). The next reconcile that gets
+			// past the pause follows the feed again, with the token of
+			// the moment.
+			m.stopFollower(c.Key, f)
+			m.log.Debug("Stopped following a Widget API change feed: its token was refused", "endpoint", c.Endpoint, "error", err.Error())
+			return
+		}
 		m.log.Debug("Cannot read the Widget API change feed; retrying", "endpoint", c.Endpoint, "error", err.Error(), "retry-in", retryIn.String())
 	}
 	m.log.Debug("Following the Widget API change feed", "endpoint", c.Endpoint)

@@ -580,3 +580,40 @@ func TestFollowing(t *testing.T) {
 	broken.Store(false)
 	eventually(t, "the connection to count again once its feed recovers", func() bool { return m.Following(c) })
 }
+
+// TestRefusedTokenStopsFollower checks that a follower whose token the
+// Widget API refuses stops after one refusal instead of polling on with it
+// (each refusal spends the provider address's failed-authentication
+// budget), and that the next Follow starts a follower with the
+// connection's token of the moment.
+func TestRefusedTokenStopsFollower(t *testing.T) {
+	env := apitest.Start(t, apitest.WithOptions(stable))
+	var refused atomic.Int32
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/changes" && r.Header.Get("Authorization") != "Bearer "+apitest.TokenA {
+			refused.Add(1)
+		}
+		env.HTTP.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	m := NewManager(logging.NewNopLogger(), metrics.New(), WithWait(100*time.Millisecond))
+	start(t, m)
+	expired, err := widgetapi.New(hs.URL, widgetapi.WithToken("expired-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A token file's connection keeps its key when the file is rotated.
+	m.Follow(&clients.Connection{Client: expired, Key: "conn-a", Endpoint: hs.URL}, kindWidget, "w1", mrA)
+	eventually(t, "the follower with a refused token to stop", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.followers) == 0
+	})
+	time.Sleep(500 * time.Millisecond) // two more polls, had it not stopped
+	if got := refused.Load(); got != 1 {
+		t.Errorf("change feed polls with the refused token: want 1, got %d", got)
+	}
+	rotated := connection(t, hs.URL, "conn-a")
+	m.Follow(rotated, kindWidget, "w1", mrA)
+	eventually(t, "the connection to be followed with its rotated token", func() bool { return m.Following(rotated) })
+}
