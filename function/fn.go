@@ -130,7 +130,7 @@ func (f *Function) RunFunction(ctx context.Context, req *fnv1.RunFunctionRequest
 	for _, c := range setConditions(rsp, s.xr, out.conditions...) {
 		log.Info("Condition changed", "type", c.Type, "status", c.Status, "reason", c.Reason, "message", c.Message)
 	}
-	rsp.Meta.Ttl = ttlFor(pol, out.ready)
+	rsp.Meta.Ttl = ttlFor(pol, out.ready, out.creates(s.observed))
 	f.metrics.Observe(s.xr.flavour, outcomeOf(out.ready))
 	log.Debug("Composed XWidget", "ready", out.ready, "ttl", rsp.GetMeta().GetTtl().AsDuration().String())
 	return rsp, nil

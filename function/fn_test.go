@@ -20,6 +20,8 @@ import (
 func TestRunFunction(t *testing.T) {
 	converging := durationpb.New(time.Minute)
 	steady := durationpb.New(10 * time.Minute)
+	// While a response composes a resource Crossplane has not observed.
+	creating := durationpb.New(5 * time.Second)
 
 	secret := map[string]any{
 		"apiVersion": "v1",
@@ -99,7 +101,7 @@ func TestRunFunction(t *testing.T) {
 			reason: "A new namespaced XR should get a namespaced Widget and a connection Secret in its namespace, conditions saying the widget is being created, and a result for each condition, which changed.",
 			req:    testRequest{xr: nsXR(), input: policyInput()},
 			want: want{rsp: &fnv1.RunFunctionResponse{
-				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: creating},
 				Desired: &fnv1.State{
 					Composite: xrStatus(map[string]any{"keysReady": "0/2", "connectionSecretName": "web-connection"}),
 					Resources: map[string]*fnv1.Resource{
@@ -127,7 +129,7 @@ func TestRunFunction(t *testing.T) {
 				observed: map[string]*fnv1.Resource{"widget": observed(nsWidget(), nil)},
 			},
 			want: want{rsp: &fnv1.RunFunctionResponse{
-				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: creating},
 				Desired: &fnv1.State{
 					Composite: xrStatus(map[string]any{"externalName": "team-a-web-8k2mz", "widgetState": "Provisioning", "region": "us-east-1", "keysReady": "0/2", "connectionSecretName": "web-connection"}),
 					Resources: map[string]*fnv1.Resource{
@@ -159,7 +161,7 @@ func TestRunFunction(t *testing.T) {
 				},
 			},
 			want: want{rsp: &fnv1.RunFunctionResponse{
-				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: creating},
 				Desired: &fnv1.State{
 					Composite: xrStatus(readyStatus),
 					Resources: map[string]*fnv1.Resource{
@@ -282,7 +284,7 @@ func TestRunFunction(t *testing.T) {
 				), nil)},
 			},
 			want: want{rsp: &fnv1.RunFunctionResponse{
-				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: creating},
 				Desired: &fnv1.State{
 					Composite: xrStatus(map[string]any{"externalName": "team-a-web-8k2mz", "keysReady": "0/2", "connectionSecretName": "web-connection"}),
 					Resources: map[string]*fnv1.Resource{
@@ -312,7 +314,7 @@ func TestRunFunction(t *testing.T) {
 				), nil)},
 			},
 			want: want{rsp: &fnv1.RunFunctionResponse{
-				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: creating},
 				Desired: &fnv1.State{
 					Composite: xrStatus(map[string]any{"externalName": "team-a-web-8k2mz", "widgetState": "Failed", "region": "us-east-1", "keysReady": "0/2", "connectionSecretName": "web-connection"}),
 					Resources: map[string]*fnv1.Resource{
@@ -364,7 +366,7 @@ func TestRunFunction(t *testing.T) {
 			reason: "A new legacy XR should get a cluster-scoped Widget using the cluster-scoped ProviderConfig, no Secret, and conditions that name its claim.",
 			req:    testRequest{xr: legacyXR(), input: policyInput()},
 			want: want{rsp: &fnv1.RunFunctionResponse{
-				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: creating},
 				Desired: &fnv1.State{
 					Composite: xrStatus(map[string]any{"keysReady": "0/1"}),
 					Resources: map[string]*fnv1.Resource{"widget": desired(wantLegacyWidget(), readyFalse)},
@@ -438,7 +440,7 @@ func TestRunFunction(t *testing.T) {
 				},
 			},
 			want: want{rsp: &fnv1.RunFunctionResponse{
-				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: creating},
 				Desired: &fnv1.State{
 					Composite: &fnv1.Resource{
 						Resource:          resource.MustStructJSON(`{"status": {"fromEarlierStep": "kept", "keysReady": "0/2", "connectionSecretName": "web-connection"}}`),
@@ -461,7 +463,7 @@ func TestRunFunction(t *testing.T) {
 			reason: "Without input the function should use its built-in defaults: no region, so the Widget API chooses, and no extra labels.",
 			req:    testRequest{xr: nsXR(afterNew)},
 			want: want{rsp: &fnv1.RunFunctionResponse{
-				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: converging},
+				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: creating},
 				Desired: &fnv1.State{
 					Composite: xrStatus(map[string]any{"keysReady": "0/2", "connectionSecretName": "web-connection"}),
 					Resources: map[string]*fnv1.Resource{

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/crossplane/function-sdk-go/resource"
 	"google.golang.org/protobuf/types/known/durationpb"
 	corev1 "k8s.io/api/core/v1"
@@ -68,12 +70,38 @@ func asReady(ready bool) resource.Ready {
 	return resource.ReadyFalse
 }
 
-// ttlFor is how long Crossplane may cache a response: short while the XR
-// converges, so that Crossplane calls the function again soon, long once it
-// is ready.
-func ttlFor(pol policy, ready bool) *durationpb.Duration {
-	if ready {
+// creatingTTL is the TTL of a response that composes a resource Crossplane
+// did not observe. Crossplane core (v2.4.2) starts to route a composed
+// resource's watch events to its XR only at the end of the reconcile that
+// applied it, after the XR's status, and reads composed resources from its
+// cache: a WidgetKey that the provider creates, publishes and marks Available
+// before then wakes no reconcile, and the next one may not yet see it, so
+// with the converging TTL the XR waited a minute for it. See
+// docs/convergence.md#2026-11-27-third-session-the-minute-a-new-key-waits.
+const creatingTTL = 5 * time.Second
+
+// ttlFor is how long Crossplane may cache a response: long once the XR is
+// ready; while it converges, short enough that Crossplane calls the function
+// again soon, and shorter still while it composes a resource that Crossplane
+// has not observed yet (creating), whose changes may not wake the XR.
+func ttlFor(pol policy, ready, creating bool) *durationpb.Duration {
+	switch {
+	case ready:
 		return durationpb.New(pol.readyTTL)
+	case creating && creatingTTL < pol.convergingTTL:
+		return durationpb.New(creatingTTL)
 	}
 	return durationpb.New(pol.convergingTTL)
+}
+
+// creates reports whether the outcome composes a resource that is not among
+// the observed ones: one that this composition creates, or that Crossplane's
+// cache does not hold yet.
+func (o *outcome) creates(observed observedResources) bool {
+	for n := range o.composed {
+		if !observed.has(n) {
+			return true
+		}
+	}
+	return false
 }

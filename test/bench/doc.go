@@ -40,6 +40,8 @@
 // widget, function-widget; pt, function-patch-and-transform v0.5.0 then
 // function-auto-ready v0.6.0, test/bench/testdata/pt-composition.yaml, which
 // needs `bash hack/tools.sh function-patch-and-transform function-auto-ready`;
+// base, function-widget from the package WIDGET_BENCH_E2E_BASE_FUNCTION names
+// (a .xpkg of another build, for before/after in one run);
 // each variant on its own fresh control plane, back to back, order rotated
 // each run; default widget),
 // WIDGET_BENCH_E2E_RUNS (its repeats, each on a fresh control plane,

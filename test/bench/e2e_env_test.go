@@ -42,6 +42,13 @@ type e2eEnv struct {
 
 func startE2E(t *testing.T, b *bench, providerArgs ...string) *e2eEnv {
 	t.Helper()
+	return startE2EWith(t, b, "", providerArgs...)
+}
+
+// startE2EWith is startE2E installing the function-widget package fnPkg
+// instead of the working tree's, unless fnPkg is "".
+func startE2EWith(t *testing.T, b *bench, fnPkg string, providerArgs ...string) *e2eEnv {
+	t.Helper()
 	begin := time.Now()
 	tools, err := harness.ToolsFromEnv()
 	if err != nil {
@@ -56,6 +63,9 @@ func startE2E(t *testing.T, b *bench, providerArgs ...string) *e2eEnv {
 	pkgs, err := platform.FindPackages(b.root)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if fnPkg != "" {
+		pkgs.Function = fnPkg
 	}
 	// Kept after the run (replaced by the next) for its logs.
 	dir := filepath.Join(b.root, "_output", "bench", "e2e-harness")

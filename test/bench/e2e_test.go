@@ -87,7 +87,7 @@ func e2eSection(t *testing.T, b *bench) string {
 		// queues.
 		for _, v := range variantOrder(variants, i) {
 			vr := vrs[slices.IndexFunc(vrs, func(vr *variantRuns) bool { return vr.v == v })]
-			env := startE2E(t, b)
+			env := startE2EWith(t, b, v.functionPackage(t))
 			env.variant = v
 			if v.install != nil {
 				v.install(t.Context(), t, env)

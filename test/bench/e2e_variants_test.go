@@ -37,6 +37,10 @@ type e2eVariant struct {
 	// install sets the variant up on a control plane that has the platform
 	// installed (nil: nothing to add).
 	install func(ctx context.Context, t *testing.T, e *e2eEnv)
+	// functionEnv names the environment variable that holds the
+	// function-widget package the variant installs instead of the working
+	// tree's ("": the working tree's).
+	functionEnv string
 }
 
 var (
@@ -45,10 +49,16 @@ var (
 		name: "pt", title: "P&T v0.5.0 + auto-ready v0.6.0", composition: "xwidgets-pt.legacy.platform.widgetco.io",
 		firstStep: fnPT, install: installPT,
 	}
+	// variantBase is function-widget of another build (a before/after
+	// pair in one run), as WIDGET_BENCH_E2E_BASE_FUNCTION names its package.
+	variantBase = &e2eVariant{
+		name: "base", title: "function-widget, baseline build", firstStep: platform.FunctionName,
+		functionEnv: "WIDGET_BENCH_E2E_BASE_FUNCTION",
+	}
 )
 
 // allVariants is every variant WIDGET_BENCH_E2E_VARIANTS may name.
-var allVariants = []*e2eVariant{variantWidget, variantPT}
+var allVariants = []*e2eVariant{variantWidget, variantPT, variantBase}
 
 // The peer functions, under the names the peer Composition calls them by.
 const (
@@ -71,7 +81,7 @@ func parseVariants(s string) ([]*e2eVariant, error) {
 		n = strings.TrimSpace(n)
 		i := slices.IndexFunc(allVariants, func(v *e2eVariant) bool { return v.name == n })
 		if i < 0 {
-			return nil, errors.Errorf("unknown variant %q: want widget or pt", n)
+			return nil, errors.Errorf("unknown variant %q: want widget, pt or base", n)
 		}
 		v := allVariants[i]
 		if slices.Contains(vs, v) {
@@ -108,6 +118,20 @@ func variantOrder(vs []*e2eVariant, i int) []*e2eVariant {
 		out = append(out, vs[(i+j)%len(vs)])
 	}
 	return out
+}
+
+// functionPackage is the function-widget package the variant installs, or
+// "" for the working tree's.
+func (v *e2eVariant) functionPackage(t *testing.T) string {
+	t.Helper()
+	if v == nil || v.functionEnv == "" {
+		return ""
+	}
+	p := os.Getenv(v.functionEnv)
+	if p == "" {
+		t.Fatalf("variant %s needs %s: a function-widget .xpkg of the baseline build", v.name, v.functionEnv)
+	}
+	return p
 }
 
 // selectComposition makes the objects of mk select the variant's
