@@ -216,6 +216,9 @@ func TestObserveOnlyImport(t *testing.T) {
 	s.eventually("review replaced once taken over", func() error {
 		return s.upToDate(mr, corev1.ConditionTrue, "Managed", "Fully managed")
 	})
+	// Taking over a reviewed widget is an adoption, whatever the review
+	// recorded in status.
+	s.eventually("AdoptedWidget event", func() error { return s.event(s.ns, mr.Name, "AdoptedWidget") })
 }
 
 // upToDate checks the import review condition UpToDate of mr.

@@ -89,6 +89,14 @@ func deleted() mod {
 	}
 }
 
+// reviewedImport leaves the UpToDate condition an Observe-only import
+// review writes.
+func reviewedImport() mod {
+	return func(mg commonv1beta1.WidgetResource) {
+		mg.SetConditions(xpv2.Condition{Type: TypeUpToDate, Status: corev1.ConditionFalse, Reason: ReasonWouldChange, Message: "earlier review"})
+	}
+}
+
 func observeOnlyPolicy() mod {
 	return func(mg commonv1beta1.WidgetResource) {
 		mg.SetManagementPolicies(xpv2.ManagementPolicies{xpv2.ManagementActionObserve})

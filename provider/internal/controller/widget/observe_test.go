@@ -177,6 +177,16 @@ func testObserve[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 				endpoint: true, ready: xpv2.Available(), spec: full, status: true,
 			},
 		},
+		"TakeOverAfterImportReview": {
+			reason:  "A widget recorded only by an Observe-only import review (its ID in status, the review's UpToDate condition left) and now under full management is adopted, not drift repaired: Update says AdoptedWidget.",
+			seed:    fullSeed(""),
+			mods:    []mod{explicitName("imported"), withSpec(full), reviewedImport()},
+			knownID: true,
+			want: want{
+				o:        managed.ExternalObservation{ResourceExists: true, Diff: `ownership labels: want {markers}, have {}`},
+				endpoint: true, ready: xpv2.Available(), spec: full, status: true, adopting: true,
+			},
+		},
 		"ServerDefaultsAreNotDrift": {
 			reason: "Size and region the user left unset take the server's defaults; they are not drift, and the size is late-initialized (the region has no place in spec.forProvider).",
 			seed:   &seed{owner: ownerPlaceholder, state: widgetapi.StateReady},

@@ -118,8 +118,10 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	me := names.Owner(mg)
 	owner := w.Labels[names.OwnerLabel]
 	// A widget whose ID we recorded is one we manage, even if someone
-	// removed its ownership marker (that is drift, repaired below).
-	known := mg.GetWidgetObservation().ID != "" && mg.GetWidgetObservation().ID == w.ID
+	// removed its ownership marker (that is drift, repaired below); unless
+	// we recorded it only by observing it (an import review that was not
+	// taken over yet): taking it over then is an adoption.
+	known := mg.GetWidgetObservation().ID != "" && mg.GetWidgetObservation().ID == w.ID && !reviewedOnly(mg)
 	e.adopting = owner == "" && !known
 	if meta.WasDeleted(mg) && (owner != "" && owner != me || e.adopting) {
 		// Not ours (another resource's, or never taken over): deleting
@@ -171,9 +173,9 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		mg.SetConditions(managedByAnother(name, owner))
 	case observeOnly(mg):
 		mg.SetConditions(importReview(d))
-	case mg.GetCondition(TypeUpToDate).Status != corev1.ConditionUnknown:
-		// Taken over: the review no longer applies. A fixed message, so
-		// that drift repairs do not rewrite it.
+	case mg.GetCondition(TypeUpToDate).Status != corev1.ConditionUnknown && !e.adopting:
+		// Taken over (the marker is on): the review no longer applies. A
+		// fixed message, so that drift repairs do not rewrite it.
 		mg.SetConditions(xpv2.Condition{
 			Type:               TypeUpToDate,
 			Status:             corev1.ConditionTrue,
@@ -183,6 +185,14 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		})
 	}
 	return o, nil
+}
+
+// reviewedOnly reports whether mg's widget was only ever observed: an
+// Observe-only import reviewed it (the UpToDate condition) and no takeover
+// has completed since.
+func reviewedOnly(mg commonv1beta1.WidgetResource) bool {
+	c := mg.GetCondition(TypeUpToDate)
+	return c.Status != corev1.ConditionUnknown && c.Reason != ReasonManaged
 }
 
 // unborn reports whether mg is a new, fully managed resource under the name
