@@ -29,8 +29,9 @@ import (
 // namespace selection itself, rather than asking for the EnvironmentConfigs
 // that carry the namespace's labels: that way what it asks for depends only on
 // the XR's own namespace and on whether any policy exists, never on the
-// namespace's labels or the policies' content, so its requirements settle
-// after at most three calls per reconcile (teamRequirements).
+// namespace's labels or the policies' content (only on whether the XR still
+// needs its namespace's usage: settledInNamespace), so its requirements
+// settle after at most four calls per reconcile (teamRequirements).
 const (
 	// labelWidgetPolicy marks an EnvironmentConfig as a namespace policy.
 	labelWidgetPolicy = "fn.widgetco.io/widget-policy"
@@ -74,13 +75,14 @@ func teamNamespace(x xwidget) string {
 // teamRequirements are the resources the function needs to apply the
 // policies and quotas of namespace ns. It asks for the namespace policies
 // first; only once one exists does it ask for the Namespace (for its labels)
-// and what the namespace has (for quotas). A cluster without namespace
-// policies so costs one list of EnvironmentConfigs per reconcile and needs
-// no permission Crossplane does not have (the Helm chart's ClusterRole does
-// not let core read Namespaces: docs/policy.md). Given the same
-// EnvironmentConfigs the requirements are the same on every call, so
-// Crossplane calls the function at most three times per reconcile.
-func teamRequirements(ns string, policies bool) *fnv1.Requirements {
+// and, with usage, what the namespace has (for quotas). A cluster without
+// namespace policies so costs one list of EnvironmentConfigs per reconcile
+// and needs no permission Crossplane does not have (the Helm chart's
+// ClusterRole does not let core read Namespaces: docs/policy.md). Given the
+// same EnvironmentConfigs, Namespace and XR the requirements are the same on
+// every call, so Crossplane calls the function at most four times per
+// reconcile, and once when it seeds what the last reconcile required.
+func teamRequirements(ns string, policies, usage bool) *fnv1.Requirements {
 	if ns == "" {
 		return nil
 	}
@@ -100,9 +102,12 @@ func teamRequirements(ns string, policies bool) *fnv1.Requirements {
 	if !policies {
 		return r
 	}
+	r.Resources[reqNamespace] = &fnv1.ResourceSelector{ApiVersion: "v1", Kind: "Namespace", Match: &fnv1.ResourceSelector_MatchName{MatchName: ns}}
+	if !usage {
+		return r
+	}
 	nsv := namespacedv1beta1.SchemeGroupVersion.String()
 	clv := clusterv1beta1.SchemeGroupVersion.String()
-	r.Resources[reqNamespace] = &fnv1.ResourceSelector{ApiVersion: "v1", Kind: "Namespace", Match: &fnv1.ResourceSelector_MatchName{MatchName: ns}}
 	// The namespace's own Widgets and WidgetKeys, and the cluster-scoped
 	// ones of its claims: a team cannot dodge a quota with a WidgetClaim.
 	r.Resources[reqWidgets] = sel(nsv, namespacedv1beta1.WidgetKind, ns, map[string]string{labelComponent: componentWidget})

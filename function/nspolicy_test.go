@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
@@ -146,6 +147,45 @@ func TestTeamRequirements(t *testing.T) {
 	}
 	every := []string{reqPolicies, reqNamespace, reqWidgets, reqLegacyWidgets, reqKeys, reqLegacyKeys}
 
+	// An admitted XWidget team-a/web without keys whose Widget became Ready
+	// a minute after it was created, and which complies with team-a's
+	// policy, as a call that counted the namespace's usage found.
+	teamA := &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{
+		"widget-policy-environmentconfigs": teamB.GetResources()[reqPolicies],
+		"widget-policy-namespace":          {ApiVersion: "v1", Kind: "Namespace", Match: &fnv1.ResourceSelector_MatchName{MatchName: "team-a"}},
+	}}
+	teamAUsage := &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{
+		"widget-policy-environmentconfigs": teamB.GetResources()[reqPolicies],
+		"widget-policy-namespace":          teamA.GetResources()[reqNamespace],
+		"widget-quota-widgets":             {ApiVersion: "widget.m.widgetco.io/v1beta1", Kind: "Widget", Namespace: ns("team-a"), Match: labels("fn.widgetco.io/component", "widget")},
+		"widget-quota-legacy-widgets":      {ApiVersion: "widget.widgetco.io/v1beta1", Kind: "Widget", Match: labels("fn.widgetco.io/component", "widget", "crossplane.io/claim-namespace", "team-a")},
+		"widget-quota-keys":                {ApiVersion: "widget.m.widgetco.io/v1beta1", Kind: "WidgetKey", Namespace: ns("team-a")},
+		"widget-quota-legacy-keys":         {ApiVersion: "widget.widgetco.io/v1beta1", Kind: "WidgetKey", Match: labels("crossplane.io/claim-namespace", "team-a")},
+	}}
+	compliantA := "XWidget team-a/web complies with the platform's widget policy: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes small, medium; regions us-east-1, eu-west-1; at most 3 keys per widget; 5 widgets in all."
+	settledXR := func(msg string, mods ...mod) map[string]any {
+		return nsXR(append([]mod{set("spec.keys", 0), conditions(xpCondition("PolicyCompliant", "True", "Compliant", msg))}, mods...)...)
+	}
+	readyAt := func(at string) mod {
+		return func(o map[string]any) {
+			widgetReady(nsEndpoint)(o)
+			set("metadata.creationTimestamp", "2026-01-01T00:00:00Z")(o)
+			conditions(map[string]any{"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": at})(o)
+		}
+	}
+	fetchedA := fetched{
+		namespace: namespaceObj("team-a", map[string]any{"widgetco.io/team": "team-a"}),
+		policies:  []map[string]any{policyEC("team-a", teamAPolicy())},
+		widgets:   []map[string]any{usedWidget("team-a", "web-8k2mz", "web", "medium", "2026-01-01T00:00:00Z", false)},
+	}
+	withObserved := func(build func() *fnv1.RunFunctionRequest, widget map[string]any) func() *fnv1.RunFunctionRequest {
+		return func() *fnv1.RunFunctionRequest {
+			req := build()
+			req.Observed.Resources = map[string]*fnv1.Resource{"widget": observed(widget, nil)}
+			return req
+		}
+	}
+
 	cases := map[string]struct {
 		reason string
 		req    func() *fnv1.RunFunctionRequest
@@ -181,6 +221,47 @@ func TestTeamRequirements(t *testing.T) {
 			reason: "A claim's XR asks for its claim's namespace: the claim counts towards the same quotas as the namespace's XWidgets.",
 			req:    withFetched(legacyXR(), fetched{policies: policyB}, reqPolicies),
 			want:   teamB,
+		},
+		"SettledNeedsNoUsage": {
+			reason: "An admitted XWidget that does not grow, whose Widget became Ready after its creation second and that already complies with these limits, no longer asks for its namespace's usage: another widget's change cannot change its verdict.",
+			req:    withObserved(withFetched(settledXR(compliantA), fetchedA, every...), nsWidget(readyAt("2026-01-01T00:01:00Z"))),
+			want:   teamA,
+		},
+		"SettledSeeded": {
+			reason: "Seeded with what it asked for last reconcile (no usage), a settled XWidget asks for the same: one call.",
+			req:    withObserved(withFetched(settledXR(compliantA), fetchedA, reqPolicies, reqNamespace), nsWidget(readyAt("2026-01-01T00:01:00Z"))),
+			want:   teamA,
+		},
+		"NotYetCounted": {
+			reason: "Before its Namespace is fetched, the function cannot tell whether the XWidget is settled: it asks for the Namespace and the usage at once.",
+			req:    withObserved(withFetched(settledXR(compliantA), fetchedA, reqPolicies), nsWidget(readyAt("2026-01-01T00:01:00Z"))),
+			want:   teamAUsage,
+		},
+		"ReadyInItsCreationSecond": {
+			reason: "A Widget Ready in the second it was created may be ordered after a widget created in that second that the call did not count: the XWidget keeps counting.",
+			req:    withObserved(withFetched(settledXR(compliantA), fetchedA, every...), nsWidget(readyAt("2026-01-01T00:00:00Z"))),
+			want:   teamAUsage,
+		},
+		"NotReady": {
+			reason: "An XWidget whose Widget is not Ready yet keeps counting: its verdict may still change with a racing XWidget's.",
+			req:    withObserved(withFetched(settledXR(compliantA), fetchedA, every...), nsWidget()),
+			want:   teamAUsage,
+		},
+		"PolicyChanged": {
+			reason: "A condition other than the one the current limits give (the policy or the namespace's labels changed) makes the XWidget count again.",
+			req:    withObserved(withFetched(settledXR(strings.Replace(compliantA, "5 widgets", "6 widgets", 1)), fetchedA, every...), nsWidget(readyAt("2026-01-01T00:01:00Z"))),
+			want:   teamAUsage,
+		},
+		"OverLimit": {
+			reason: "An XWidget reported over a limit keeps counting, so that it complies again once the namespace is within its quotas.",
+			req: withObserved(withFetched(nsXR(set("spec.keys", 0), conditions(xpCondition("PolicyCompliant", "False", "AdmittedOverLimit", compliantA))), fetchedA, every...),
+				nsWidget(readyAt("2026-01-01T00:01:00Z"))),
+			want: teamAUsage,
+		},
+		"Grows": {
+			reason: "An XWidget that asks for more keys than it has is checked against the key quota: it counts.",
+			req:    withObserved(withFetched(settledXR(compliantA, set("spec.keys", 1)), fetchedA, every...), nsWidget(readyAt("2026-01-01T00:01:00Z"))),
+			want:   teamAUsage,
 		},
 		"LegacyWithoutClaim": {
 			reason: "A legacy XR without a claim belongs to no namespace: only the Composition's policy applies and nothing is asked for.",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
@@ -53,51 +54,67 @@ type team struct {
 }
 
 // readTeam reads the namespace, its policies and usage from the request's
-// required resources, and returns what the function requires. It reports
-// false when Crossplane has not fetched all of that yet: the function then
-// decides on the Composition's policy alone, and Crossplane calls it again
-// with them.
-func readTeam(req *fnv1.RunFunctionRequest, ns string, pol policy) (team, *fnv1.Requirements, bool, error) {
+// required resources, and returns what the function requires. Until
+// Crossplane has fetched all of that the function decides on the
+// Composition's policy alone, and Crossplane calls it again with them.
+//
+// settled reports, given the namespace's limits, whether the XR no longer
+// needs the namespace's usage (settledInNamespace). The usage is then neither
+// read nor required: core stops reconciling the XR at every change to
+// another Widget or WidgetKey of its namespace, which would otherwise make
+// each change cost a reconcile of every XR there
+// (docs/benchmarks.md#namespace-policy-cost).
+func readTeam(req *fnv1.RunFunctionRequest, ns string, pol policy, settled func(namespaceLimits) bool) (team, *fnv1.Requirements, error) {
 	t := team{limits: limitsFor(ns, pol, nil)}
 	if ns == "" {
-		return t, nil, true, nil
+		return t, nil, nil
 	}
 	got, err := request.GetRequiredResources(req)
 	if err != nil {
-		return t, teamRequirements(ns, false), false, unreadable(err, "cannot read the required resources Crossplane sent")
+		return t, teamRequirements(ns, false, false), unreadable(err, "cannot read the required resources Crossplane sent")
 	}
 	ecs, ok := got[reqPolicies]
-	reqs := teamRequirements(ns, len(ecs) > 0)
 	if !ok {
-		return t, reqs, false, nil
+		return t, teamRequirements(ns, false, false), nil
 	}
 	if len(ecs) == 0 {
-		return t, reqs, true, nil
+		return t, teamRequirements(ns, false, false), nil
 	}
-	for k := range reqs.GetResources() {
-		if _, ok := got[k]; !ok {
-			return t, reqs, false, nil
-		}
+	n, ok := got[reqNamespace]
+	if !ok {
+		// Whether the XR needs the usage depends on the namespace's
+		// limits: ask for both at once, to save a call.
+		return t, teamRequirements(ns, true, true), nil
 	}
 
 	var nsLabels map[string]string
-	if n := got[reqNamespace]; len(n) > 0 {
+	if len(n) > 0 {
 		nsLabels = n[0].Resource.GetLabels()
 	}
 	var policies []namespacePolicy
-	for i := range got[reqPolicies] {
-		if p, ok := parseNamespacePolicy(&got[reqPolicies][i], nsLabels); ok {
+	for i := range ecs {
+		if p, ok := parseNamespacePolicy(&ecs[i], nsLabels); ok {
 			policies = append(policies, p)
 		}
 	}
 	slices.SortFunc(policies, func(a, b namespacePolicy) int { return cmp.Compare(a.name, b.name) })
-	t.limits = limitsFor(ns, pol, policies)
+	limits := limitsFor(ns, pol, policies)
+	if settled(limits) {
+		return team{limits: limits}, teamRequirements(ns, true, false), nil
+	}
 
+	reqs := teamRequirements(ns, true, true)
+	for k := range reqs.GetResources() {
+		if _, ok := got[k]; !ok {
+			return t, reqs, nil
+		}
+	}
+	t.limits = limits
 	t.usage.widgets = append(countOf(got[reqWidgets], false), countOf(got[reqLegacyWidgets], true)...)
 	t.usage.keys = append(countOf(got[reqKeys], false), countOf(got[reqLegacyKeys], true)...)
 	sortCounted(t.usage.widgets)
 	sortCounted(t.usage.keys)
-	return t, reqs, true, nil
+	return t, reqs, nil
 }
 
 func countOf(rs []resource.Required, legacy bool) []counted {
@@ -360,19 +377,84 @@ func clip(s string) string {
 // admitInNamespace applies the policies and quotas of the XR's namespace to
 // an XR its Composition's policy admits, and asks for what it needs to.
 func admitInNamespace(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRequest, s *state, pol policy, want settings) (verdict, error) {
-	t, reqs, _, err := readTeam(req, teamNamespace(s.xr), pol)
+	o := ownOf(s)
+	current := s.widget.atProvider.Size
+	if sz := widgetSpecSize(s); sz != "" {
+		current = sz
+	}
+	settled := func(l namespaceLimits) bool { return settledInNamespace(s, want, o, l, current) }
+	t, reqs, err := readTeam(req, teamNamespace(s.xr), pol, settled)
 	rsp.Requirements = reqs
 	if err != nil {
 		return verdict{limits: t.limits}, err
 	}
-	o := ownOf(s)
-	current := s.widget.atProvider.Size
 	for _, c := range t.usage.widgets {
 		if o.isWidget(c) && c.size != "" {
 			current = c.size
 		}
 	}
 	return admit(s.xr, want, o, t, current)
+}
+
+// settledInNamespace reports whether an XR no longer needs its namespace's
+// usage to be decided: nothing the namespace's other widgets and keys do can
+// change its verdict until its limits or its own spec change. That is an XR
+//
+//   - that was admitted (its Widget exists) and does not grow: the same size,
+//     no more keys than it has;
+//   - whose Widget became Ready in a later second than it was created: every
+//     widget that could be ordered before it (docs/policy.md#the-quota-race:
+//     by creation time, then name) was created before that, so the call that
+//     saw it Ready counted them all;
+//   - whose PolicyCompliant condition is already the Compliant one these
+//     limits give: a call that counted the namespace's usage after its
+//     Widget became Ready found it within every quota. A changed policy or
+//     namespace label gives another condition, so the XR counts again.
+//
+// An XR reported over a limit (AdmittedOverLimit) is not settled: it counts
+// at every change, and complies again once the namespace is within its
+// quotas.
+func settledInNamespace(s *state, want settings, o own, l namespaceLimits, currentSize string) bool {
+	if o.widget == "" || want.size != currentSize || want.keys > len(o.keys) {
+		return false
+	}
+	if !s.widget.isReady() || !readyAfterCreationSecond(s) {
+		return false
+	}
+	observed, ok := s.xr.conditions[typePolicyCompliant]
+	return ok && observed == (verdict{limits: l}).condition(s.xr)
+}
+
+// widgetSpecSize is the size the observed Widget asks for, as quotas count
+// it.
+func widgetSpecSize(s *state) string {
+	ocd, ok := s.observed.get(resourceWidget)
+	if !ok {
+		return ""
+	}
+	sz, _ := ocd.Resource.GetString("spec.forProvider.size")
+	return sz
+}
+
+// readyAfterCreationSecond reports whether the observed Widget's Ready
+// condition became True in a later second than the Widget was created.
+func readyAfterCreationSecond(s *state) bool {
+	ocd, ok := s.observed.get(resourceWidget)
+	if !ok {
+		return false
+	}
+	created := ocd.Resource.GetCreationTimestamp()
+	cs, _, _ := unstructured.NestedSlice(ocd.Resource.Object, "status", "conditions")
+	for _, c := range cs {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != "Ready" || m["status"] != "True" {
+			continue
+		}
+		at, _ := m["lastTransitionTime"].(string)
+		t, err := time.Parse(time.RFC3339, at)
+		return err == nil && t.Unix() > created.Unix()
+	}
+	return false
 }
 
 // replaceCondition replaces the condition of the same type as c in cs.

@@ -58,7 +58,7 @@ var (
 )
 
 // allVariants is every variant WIDGET_BENCH_E2E_VARIANTS may name.
-var allVariants = []*e2eVariant{variantWidget, variantPT, variantBase}
+var allVariants = []*e2eVariant{variantWidget, variantPT, variantBase, variantPolicy}
 
 // The peer functions, under the names the peer Composition calls them by.
 const (
@@ -81,7 +81,7 @@ func parseVariants(s string) ([]*e2eVariant, error) {
 		n = strings.TrimSpace(n)
 		i := slices.IndexFunc(allVariants, func(v *e2eVariant) bool { return v.name == n })
 		if i < 0 {
-			return nil, errors.Errorf("unknown variant %q: want widget, pt or base", n)
+			return nil, errors.Errorf("unknown variant %q: want widget, pt, base or policy", n)
 		}
 		v := allVariants[i]
 		if slices.Contains(vs, v) {

@@ -37,8 +37,14 @@ const labelScenario = "e2e-scenario"
 // After waitTimeout it fails the test with fn's last error.
 func (s *scenario) eventually(what string, fn func() error) time.Duration {
 	s.t.Helper()
+	return s.eventuallyWithin(waitTimeout, what, fn)
+}
+
+// eventuallyWithin is eventually with a bound of its own.
+func (s *scenario) eventuallyWithin(bound time.Duration, what string, fn func() error) time.Duration {
+	s.t.Helper()
 	begin := time.Now()
-	ctx, cancel := context.WithTimeout(s.ctx, waitTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, bound)
 	defer cancel()
 	var last error
 	err := wait.Poll(ctx, 250*time.Millisecond, func(context.Context) (bool, error) {

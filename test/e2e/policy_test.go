@@ -61,11 +61,10 @@ func TestNamespacePolicies(t *testing.T) {
 	b.create(c)
 	b.waitPolicyCondition(c, "QuotaExceeded", b.ns+" already has 1 of 1 widgets (quota set by EnvironmentConfig "+b.policyName()+"): api")
 
-	// Team a's policy narrows to small widgets. Crossplane does not watch
-	// EnvironmentConfigs: the XWidget sees the change at its next
-	// reconcile, which an annotation starts now rather than at the TTL.
+	// Team a's policy narrows to small widgets. Core watches the
+	// EnvironmentConfigs the function required, so nothing else is needed
+	// for the XWidget to see it (TestPolicyChangesReachXWidgets).
 	a.mergePatch(ecA, `{"data":{"widgetPolicy":{"rules":{"allowedSizes":["small"]}}}}`)
-	a.mergePatch(xa, `{"metadata":{"annotations":{"e2e.widgetco.io/poke":"1"}}}`)
 	a.waitPolicyCondition(xa, "AdmittedOverLimit", "spec.size medium is no longer allowed by EnvironmentConfig "+a.policyName())
 	if err := isReady(xa); err != nil {
 		t.Errorf("XWidget %s/web after its namespace policy narrowed: %v, want it still Ready", a.ns, err)
@@ -199,16 +198,22 @@ func coreMayReadNamespaces(s *scenario) string {
 func (s *scenario) waitPolicyCondition(u *unstructured.Unstructured, reason, want string) {
 	s.t.Helper()
 	s.eventually(u.GetKind()+" "+platform.Name(u)+" PolicyCompliant "+reason, func() error {
-		if err := s.get(u); err != nil {
-			return err
-		}
-		c := platform.GetCondition(u, "PolicyCompliant")
-		if c.Reason != reason || !strings.Contains(c.Message, want) {
-			return errors.Errorf("PolicyCompliant %s %s: %q, want reason %s and a message with %q", c.Status, c.Reason, c.Message, reason, want)
-		}
-		return nil
+		return s.policyCondition(u, reason, want)
 	})
 	s.t.Logf("%s %s: PolicyCompliant: %s", u.GetKind(), platform.Name(u), platform.GetCondition(u, "PolicyCompliant").Message)
+}
+
+// policyCondition reads u and returns nil if its PolicyCompliant condition has
+// the supplied reason and a message that contains want, or what it has.
+func (s *scenario) policyCondition(u *unstructured.Unstructured, reason, want string) error {
+	if err := s.get(u); err != nil {
+		return err
+	}
+	c := platform.GetCondition(u, "PolicyCompliant")
+	if c.Reason != reason || !strings.Contains(c.Message, want) {
+		return errors.Errorf("PolicyCompliant %s %s: %q, want reason %s and a message with %q", c.Status, c.Reason, c.Message, reason, want)
+	}
+	return nil
 }
 
 // wantPolicyCondition checks u's PolicyCompliant condition as it is.
