@@ -173,9 +173,12 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		mg.SetConditions(managedByAnother(name, owner))
 	case observeOnly(mg):
 		mg.SetConditions(importReview(d))
-	case mg.GetCondition(TypeUpToDate).Status != corev1.ConditionUnknown && !e.adopting:
-		// Taken over (the marker is on): the review no longer applies. A
-		// fixed message, so that drift repairs do not rewrite it.
+	case mg.GetCondition(TypeUpToDate).Status != corev1.ConditionUnknown:
+		// Taken over (this reconcile's Update puts the marker on): the
+		// review no longer applies. Written now, with the status that
+		// Update saves: nothing else may reconcile the resource for a poll
+		// interval. A fixed message, so that drift repairs do not rewrite
+		// it.
 		mg.SetConditions(xpv2.Condition{
 			Type:               TypeUpToDate,
 			Status:             corev1.ConditionTrue,
