@@ -95,7 +95,7 @@ test: tools vet check-diff lint ## Everything CI runs: tools, vet/gofmt, generat
 	@# after them. Their lines interleave; each package's result and each
 	@# e2e scenario names itself.
 	@echo "unit and e2e run side by side; their output interleaves (e2e lines name their scenario)"
-	$(MAKE) --no-print-directory -j2 --output-sync=line unit e2e
+	$(MAKE) --no-print-directory -j2 --output-sync=none unit e2e
 
 # Four test binaries at a time rather than one per core: the integration
 # tiers mostly wait on the processes they start (the provider's used 39 s
