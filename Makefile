@@ -89,13 +89,18 @@ publish: publish-registry xpkg ## Push the provider and function as multi-arch i
 ##@ Test
 
 .PHONY: test
-test: tools vet check-diff lint ## Everything CI runs: tools, vet/gofmt, generated-file check, lint, then all tests and the end-to-end suite side by side.
+test: tools check-diff ## Everything CI runs: tools, the generated-file check, then vet/gofmt, lint and all tests beside the end-to-end suite.
 	@# The end-to-end suite mostly waits on its control plane (240 s of CPU
 	@# over a 5-minute run), so it runs beside the other tests rather than
 	@# after them. Their lines interleave; each package's result and each
 	@# e2e scenario names itself.
-	@echo "unit and e2e run side by side; their output interleaves (e2e lines name their scenario)"
-	$(MAKE) --no-print-directory -j2 --output-sync=none unit e2e
+	@echo "vet, lint and unit run beside e2e; their output interleaves (e2e lines name their scenario)"
+	$(MAKE) --no-print-directory -j2 --output-sync=none e2e checks-and-unit
+
+# vet, lint and the unit tests, in the job slot the e2e suite leaves
+# (which builds its packages from the tree check-diff has already checked).
+.PHONY: checks-and-unit
+checks-and-unit: vet lint unit
 
 # Four test binaries at a time rather than one per core: the integration
 # tiers mostly wait on the processes they start (the provider's used 39 s

@@ -180,9 +180,9 @@ func TestAPIServerRestart(t *testing.T) {
 }
 
 // apiServerDowntime is how long TestAPIServerRestart keeps kube-apiserver
-// down: longer than the provider's lease in the suite (15s, renew deadline
-// 10s), so the leader gives up leading.
-const apiServerDowntime = 25 * time.Second
+// down once it has stopped: longer than the provider's renew deadline in
+// the suite (10s), so the leader gives up leading.
+const apiServerDowntime = 15 * time.Second
 
 func objects(us []*unstructured.Unstructured) []client.Object {
 	out := make([]client.Object, 0, len(us))
