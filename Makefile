@@ -112,7 +112,7 @@ unit: ## Run go test ./... except the e2e suite (with -race); the integration ti
 	eval "$$($(TOOLS) env)" && $(GO) test $(GO_TEST_FLAGS) -p 4 -timeout 30m $$($(GO) list ./... | grep -v '/test/e2e$$')
 
 .PHONY: e2e
-e2e: tools ## End-to-end suite on a local Crossplane: packages installed and run as Crossplane runs them, claims and XWidgets Ready, drift, crashes, failover, API server restart, deletion (about 7.5 min beside the unit tests in a clean-clone make test).
+e2e: tools ## End-to-end suite on a local Crossplane: packages installed and run as Crossplane runs them, claims and XWidgets Ready, drift, crashes, failover, API server restart, deletion (about 7 min beside the other tests in a clean-clone make test).
 	@# Only this machine's architecture: the suite runs these packages' images.
 	$(MAKE) xpkg XPKG_ARCHS=$$($(GO) env GOARCH) VERSION=$(VERSION)
 	eval "$$($(TOOLS) env)" && $(GO) test $(GO_TEST_FLAGS) -v -timeout 30m ./test/e2e
