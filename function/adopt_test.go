@@ -177,12 +177,7 @@ func TestAdoption(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var fatal string
-			for _, r := range rsp.GetResults() {
-				if r.GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
-					fatal = r.GetMessage()
-				}
-			}
+			fatal := fatalMessage(rsp)
 			if tc.want.fatal != "" || fatal != "" {
 				if !strings.Contains(fatal, tc.want.fatal) || fatal == "" {
 					t.Fatalf("%s\nfatal result: want it to contain %q, got %q", tc.reason, tc.want.fatal, fatal)

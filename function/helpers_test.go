@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/fieldpath"
@@ -464,4 +465,36 @@ func fieldErrors(t *testing.T, err error) field.ErrorList {
 		t.Fatalf("want a rejection, got %T: %v", err, err)
 	}
 	return r.fields
+}
+
+// fatalMessage returns the message of rsp's fatal result, or "".
+func fatalMessage(rsp *fnv1.RunFunctionResponse) string {
+	var msg string
+	for _, r := range rsp.GetResults() {
+		if r.GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
+			msg = r.GetMessage()
+		}
+	}
+	return msg
+}
+
+// rejected checks rsp against a wanted fatal result: when one is wanted
+// (wantFatal is part of its message) the XR must have composed nothing, and
+// rejected reports true; when none is wanted, a fatal result fails the test.
+func rejected(t *testing.T, reason string, rsp *fnv1.RunFunctionResponse, wantFatal string) bool {
+	t.Helper()
+	fatal := fatalMessage(rsp)
+	if wantFatal != "" {
+		if !strings.Contains(fatal, wantFatal) {
+			t.Errorf("%s\nfatal result: want it to contain %q, got %q", reason, wantFatal, fatal)
+		}
+		if n := len(rsp.GetDesired().GetResources()); n != 0 {
+			t.Errorf("%s\na rejected XR composed %d resources", reason, n)
+		}
+		return true
+	}
+	if fatal != "" {
+		t.Fatalf("%s\nunexpected fatal result: %s", reason, fatal)
+	}
+	return false
 }

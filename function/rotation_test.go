@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -130,23 +129,8 @@ func TestRotation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var fatal string
-			for _, r := range rsp.GetResults() {
-				if r.GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
-					fatal = r.GetMessage()
-				}
-			}
-			if tc.want.fatal != "" {
-				if !strings.Contains(fatal, tc.want.fatal) {
-					t.Errorf("%s\nfatal result: want it to contain %q, got %q", tc.reason, tc.want.fatal, fatal)
-				}
-				if n := len(rsp.GetDesired().GetResources()); n != 0 {
-					t.Errorf("%s\na rejected XR composed %d resources", tc.reason, n)
-				}
+			if rejected(t, tc.reason, rsp, tc.want.fatal) {
 				return
-			}
-			if fatal != "" {
-				t.Fatalf("%s\nunexpected fatal result: %s", tc.reason, fatal)
 			}
 			for _, n := range keys {
 				r, ok := rsp.GetDesired().GetResources()[n]
