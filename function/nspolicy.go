@@ -493,6 +493,19 @@ func limitsFor(ns string, pol policy, policies []namespacePolicy) namespaceLimit
 	return l
 }
 
+// hasQuota reports whether any quota applies.
+func (l namespaceLimits) hasQuota() bool {
+	if l.widgets.max >= 0 || l.keys.max >= 0 {
+		return true
+	}
+	for _, q := range l.widgetsPerSize {
+		if q.max >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // summary says what the limits allow, for the PolicyCompliant condition. It
 // holds limits only, never counts: a message that changed whenever another
 // XWidget of the namespace came or went would rewrite every XWidget's status.

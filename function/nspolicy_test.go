@@ -247,6 +247,12 @@ func TestTeamRequirements(t *testing.T) {
 			req:    withObserved(withFetched(settledXR(compliantA), fetchedA, every...), nsWidget()),
 			want:   teamAUsage,
 		},
+		"CompliedProvisionally": {
+			reason: "A Compliant condition written before the Widget was Ready is provisional: a racing XWidget's Widget may not have been counted then, so the XWidget counts again once.",
+			req: withObserved(withFetched(settledXR(compliantA+" Its place in the namespace's quotas is provisional until its widget is ready."), fetchedA, every...),
+				nsWidget(readyAt("2026-01-01T00:01:00Z"))),
+			want: teamAUsage,
+		},
 		"PolicyChanged": {
 			reason: "A condition other than the one the current limits give (the policy or the namespace's labels changed) makes the XWidget count again.",
 			req:    withObserved(withFetched(settledXR(strings.Replace(compliantA, "5 widgets", "6 widgets", 1)), fetchedA, every...), nsWidget(readyAt("2026-01-01T00:01:00Z"))),

@@ -51,6 +51,9 @@ type usage struct {
 type team struct {
 	limits namespaceLimits
 	usage  usage
+	// counted is whether usage holds the namespace's usage as Crossplane
+	// fetched it for this call.
+	counted bool
 }
 
 // readTeam reads the namespace, its policies and usage from the request's
@@ -110,6 +113,7 @@ func readTeam(req *fnv1.RunFunctionRequest, ns string, pol policy, settled func(
 		}
 	}
 	t.limits = limits
+	t.counted = true
 	t.usage.widgets = append(countOf(got[reqWidgets], false), countOf(got[reqLegacyWidgets], true)...)
 	t.usage.keys = append(countOf(got[reqKeys], false), countOf(got[reqLegacyKeys], true)...)
 	sortCounted(t.usage.widgets)
@@ -185,6 +189,11 @@ type verdict struct {
 	// kept are the limits an XR admitted earlier exceeds now; it stays as
 	// it is.
 	kept []string
+	// provisional is whether the XR's place within its namespace's quotas
+	// may still change: a call that counted the namespace's usage has not
+	// yet seen its Widget Ready after its creation second
+	// (settledInNamespace).
+	provisional bool
 }
 
 // admit checks the settings an XR asks for against its namespace's limits and
@@ -351,11 +360,15 @@ func (v verdict) condition(x xwidget) condition {
 			Message: clip(fmt.Sprintf("%s was admitted earlier and stays as it is, but it cannot grow: %s. Limits: %s.", x.owner(), strings.Join(v.kept, "; "), v.limits.summary()) + v.widenedNote()),
 		}
 	}
+	msg := fmt.Sprintf("%s complies with the platform's widget policy: %s.", x.owner(), v.limits.summary())
+	if v.provisional {
+		msg += " Its place in the namespace's quotas is provisional until its widget is ready."
+	}
 	return condition{
 		Type:    typePolicyCompliant,
 		Status:  corev1.ConditionTrue,
 		Reason:  reasonCompliant,
-		Message: clip(fmt.Sprintf("%s complies with the platform's widget policy: %s.", x.owner(), v.limits.summary()) + v.widenedNote()),
+		Message: clip(msg + v.widenedNote()),
 	}
 }
 
@@ -393,7 +406,14 @@ func admitInNamespace(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionReques
 			current = c.size
 		}
 	}
-	return admit(s.xr, want, o, t, current)
+	v, err := admit(s.xr, want, o, t, current)
+	// Only a call that counted the namespace's usage with the XR's Widget
+	// Ready after its creation second may write the final condition that
+	// settles the XR: an earlier Compliant one was decided before a racing
+	// XWidget's Widget may have been counted.
+	final := o.widget != "" && s.widget.isReady() && readyAfterCreationSecond(s)
+	v.provisional = t.counted && t.limits.hasQuota() && !final
+	return v, err
 }
 
 // settledInNamespace reports whether an XR no longer needs its namespace's
@@ -406,9 +426,10 @@ func admitInNamespace(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionReques
 //     widget that could be ordered before it (docs/policy.md#the-quota-race:
 //     by creation time, then name) was created before that, so the call that
 //     saw it Ready counted them all;
-//   - whose PolicyCompliant condition is already the Compliant one these
-//     limits give: a call that counted the namespace's usage after its
-//     Widget became Ready found it within every quota. A changed policy or
+//   - whose PolicyCompliant condition is already the final Compliant one
+//     these limits give. Only a call that counted the namespace's usage
+//     after its Widget became Ready writes it (verdict.provisional); one
+//     that counted earlier writes a provisional one. A changed policy or
 //     namespace label gives another condition, so the XR counts again.
 //
 // An XR reported over a limit (AdmittedOverLimit) is not settled: it counts

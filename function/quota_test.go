@@ -41,6 +41,13 @@ func TestNamespacePolicy(t *testing.T) {
 	// The own Widget of nsXR, once it exists: the XR was admitted.
 	ownWidget := map[string]*fnv1.Resource{"widget": observed(nsWidget(), nil)}
 	ownWidgetB := map[string]*fnv1.Resource{"widget": observed(nsWidget(set("metadata.namespace", "team-b")), nil)}
+	// The own Widget, Ready a minute after it was created.
+	ownWidgetReady := map[string]*fnv1.Resource{"widget": observed(nsWidget(widgetReady(nsEndpoint),
+		set("metadata.creationTimestamp", "2026-11-27T11:00:00Z"),
+		conditions(map[string]any{"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": "2026-11-27T11:01:00Z"})), nil)}
+	// What a Compliant condition adds while a racing XWidget may still be
+	// ordered before the XR.
+	const provisional = " Its place in the namespace's quotas is provisional until its widget is ready."
 
 	type want struct {
 		status  fnv1.Status
@@ -75,7 +82,7 @@ func TestNamespacePolicy(t *testing.T) {
 			xr:      nsXR(),
 			fetched: &fetched{namespace: nsA, policies: both},
 			want: want{status: condTrue, reason: "Compliant", composed: true,
-				message: "XWidget team-a/web complies with the platform's widget policy: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes small, medium; regions us-east-1, eu-west-1; at most 3 keys per widget; 5 widgets in all."},
+				message: "XWidget team-a/web complies with the platform's widget policy: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes small, medium; regions us-east-1, eu-west-1; at most 3 keys per widget; 5 widgets in all." + provisional},
 		},
 		"RejectedInTeamB": {
 			reason:  "The same XWidget in team-b asks for a size and more keys than team-b's policy allows: each field is named with the object that decided.",
@@ -206,14 +213,34 @@ func TestNamespacePolicy(t *testing.T) {
 				message: "XWidget team-a/web was admitted earlier and stays as it is, but it cannot grow: team-a has 4 access keys, more than the quota of 3 set by EnvironmentConfig team-a. Limits: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes small, medium; regions us-east-1, eu-west-1; at most 3 keys per widget; 3 access keys in all."},
 		},
 		"AdmittedWithinQuota": {
-			reason:   "Of two widgets and a quota of 1, the older one is within the quota: its XWidget complies.",
+			reason:   "Of two widgets and a quota of 1, the older one is within the quota: its XWidget complies, provisionally while its Widget is not Ready.",
 			xr:       nsXR(),
 			observed: ownWidget,
 			fetched: &fetched{namespace: nsA, policies: []map[string]any{policyEC("team-a", withQuotas(teamAPolicy(), map[string]any{"widgets": 1}))},
 				widgets: []map[string]any{usedWidget("team-a", "api-1", "api", "small", "2026-11-27T12:00:00Z", false), usedWidget("team-a", "web-8k2mz", "web", "medium", "2026-11-27T11:00:00Z", false)},
 			},
 			want: want{status: condTrue, reason: "Compliant", composed: true,
+				message: "XWidget team-a/web complies with the platform's widget policy: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes small, medium; regions us-east-1, eu-west-1; at most 3 keys per widget; 1 widget in all." + provisional},
+		},
+		"AdmittedWithinQuotaFinal": {
+			reason:   "Counted with its Widget Ready after its creation second, the XWidget's place is final: the condition that settles it (settledInNamespace).",
+			xr:       nsXR(set("spec.keys", 0)),
+			observed: ownWidgetReady,
+			fetched: &fetched{namespace: nsA, policies: []map[string]any{policyEC("team-a", withQuotas(teamAPolicy(), map[string]any{"widgets": 1}))},
+				widgets: []map[string]any{usedWidget("team-a", "api-1", "api", "small", "2026-11-27T12:00:00Z", false), usedWidget("team-a", "web-8k2mz", "web", "medium", "2026-11-27T11:00:00Z", false)},
+			},
+			want: want{status: condTrue, reason: "Compliant", composed: true,
 				message: "XWidget team-a/web complies with the platform's widget policy: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes small, medium; regions us-east-1, eu-west-1; at most 3 keys per widget; 1 widget in all."},
+		},
+		"ReadyWithinQuotaLaterReported": {
+			reason:   "A provisionally compliant XWidget whose Widget became Ready counts again and finds a widget of the same second ordered before it (a racing XWidget's): it is reported over the quota.",
+			xr:       nsXR(set("spec.keys", 0), conditions(xpCondition("PolicyCompliant", "True", "Compliant", "XWidget team-a/web complies with the platform's widget policy: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes small, medium; regions us-east-1, eu-west-1; at most 3 keys per widget; 1 widget in all."+provisional))),
+			observed: ownWidgetReady,
+			fetched: &fetched{namespace: nsA, policies: []map[string]any{policyEC("team-a", withQuotas(teamAPolicy(), map[string]any{"widgets": 1}))},
+				widgets: []map[string]any{usedWidget("team-a", "one-2abcd", "one", "small", "2026-11-27T11:00:00Z", false), usedWidget("team-a", "web-8k2mz", "web", "medium", "2026-11-27T11:00:00Z", false)},
+			},
+			want: want{status: condFalse, reason: "AdmittedOverLimit", composed: true,
+				message: "XWidget team-a/web was admitted earlier and stays as it is, but it cannot grow: team-a has 2 widgets, more than the quota of 1 set by EnvironmentConfig team-a. Limits: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes small, medium; regions us-east-1, eu-west-1; at most 3 keys per widget; 1 widget in all."},
 		},
 		"RaceSameSecondLaterNameReported": {
 			reason:   "Two XWidgets admitted in the same second with one slot left: the widgets are ordered by age, then name, so the one that sorts later is reported over the quota.",
