@@ -7,6 +7,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1beta1 "github.com/widgetco/crossplane-widget/apis/cluster/v1beta1"
 	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
@@ -40,12 +41,14 @@ func Setup(mgr ctrl.Manager, o controller.Options, d mrsetup.Deps) error {
 		{nsv1beta1.WidgetKeyGroupVersionKind, func() error {
 			return widgetkey.Setup(mgr, o, d, nsv1beta1.WidgetKeyGroupVersionKind,
 				func() *nsv1beta1.WidgetKey { return &nsv1beta1.WidgetKey{} },
-				func() resource.ManagedList { return &nsv1beta1.WidgetKeyList{} })
+				func() resource.ManagedList { return &nsv1beta1.WidgetKeyList{} },
+				func() client.Object { return &nsv1beta1.Widget{} })
 		}},
 		{clusterv1beta1.WidgetKeyGroupVersionKind, func() error {
 			return widgetkey.Setup(mgr, o, d, clusterv1beta1.WidgetKeyGroupVersionKind,
 				func() *clusterv1beta1.WidgetKey { return &clusterv1beta1.WidgetKey{} },
-				func() resource.ManagedList { return &clusterv1beta1.WidgetKeyList{} })
+				func() resource.ManagedList { return &clusterv1beta1.WidgetKeyList{} },
+				func() client.Object { return &clusterv1beta1.Widget{} })
 		}},
 	}
 	for _, s := range setups {

@@ -70,7 +70,8 @@
 // managed.WithDeterministicExternalName), no creation grace period, a poll
 // interval hook (PollInterval), a work queue rate limiter that honours the
 // Widget API's Retry-After (ratelimit), references confined to the
-// resource's namespace (LocalReferences), and the change feed as a second
-// source of requests, which forgets a resource once its finalizer is
-// removed.
+// resource's namespace (LocalReferences), new resources that wait quietly
+// for what their references select (WithPendingReferences, pending.go),
+// and the change feed as a second source of requests, which forgets a
+// resource once its finalizer is removed.
 package mrsetup

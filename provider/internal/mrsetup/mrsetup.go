@@ -65,6 +65,8 @@ type Deps struct {
 
 	// wake is Setup's WithWakeUp.
 	wake func(resource.Managed) time.Time
+	// pendingGrace is Setup's WithPendingReferences.
+	pendingGrace time.Duration
 }
 
 // Clock returns d.Now, or time.Now when it is not set.
@@ -79,7 +81,9 @@ func (d Deps) Clock() func() time.Time {
 type Option func(*options)
 
 type options struct {
-	wake func(resource.Managed) time.Time
+	wake         func(resource.Managed) time.Time
+	pendingGrace time.Duration
+	watches      []watch
 }
 
 // WithWakeUp has a resource reconciled again by the time wake returns, when
@@ -149,6 +153,7 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 		fn(&so)
 	}
 	d.wake = so.wake
+	d.pendingGrace = so.pendingGrace
 	s, err := build(mgr, o, d, gvk, newList, connect, lean)
 	if err != nil {
 		return err
@@ -159,6 +164,9 @@ func Setup[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 		For(newObj(), builder.WithPredicates(s.predicates...))
 	if d.Feed != nil {
 		b = b.WatchesRawSource(d.Feed.Source(s.kind))
+	}
+	for _, w := range so.watches {
+		b = b.Watches(w.obj, w.handler, builder.WithPredicates(w.preds...))
 	}
 	return b.Complete(s.handler)
 }
@@ -250,6 +258,11 @@ func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	kindConnector := connector
 	var initializer managed.Initializer = savingInitializer{init: names.NewInitializer(), kube: kube}
 	resolver := LocalReferences(managed.NewAPISimpleReferenceResolver(kube))
+	// Not a layer but behaviour (pending.go): a new resource waits quietly
+	// for what its references select to be created.
+	if d.pendingGrace > 0 {
+		resolver = pendingReferences{next: resolver, grace: d.pendingGrace, now: d.Clock()}
+	}
 	finalizer := resource.NewAPIFinalizer(kube, managed.FinalizerName)
 	var annotations managed.CriticalAnnotationUpdater = managed.NewRetryingCriticalAnnotationUpdater(kube)
 	var forget func(types.NamespacedName)

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/clients"
@@ -446,7 +447,10 @@ func observeOnly(mg resource.Managed) bool {
 
 // Setup adds a controller that reconciles WidgetKeys of the kind gvk, whose
 // Go type is T.
-func Setup[T commonv1beta1.WidgetKeyResource](mgr ctrl.Manager, o controller.Options, d mrsetup.Deps, gvk schema.GroupVersionKind, newObj func() T, newList func() resource.ManagedList) error {
+func Setup[T commonv1beta1.WidgetKeyResource](mgr ctrl.Manager, o controller.Options, d mrsetup.Deps, gvk schema.GroupVersionKind, newObj func() T, newList func() resource.ManagedList, newWidget func() client.Object) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), newObj(), indexController, controllerUID); err != nil {
+		return errors.Wrap(err, "cannot index WidgetKeys by controller")
+	}
 	return mrsetup.Setup(mgr, o, d, gvk, newObj, newList, func(env mrsetup.Env) managed.TypedExternalConnector[T] {
 		return &connector[T]{kind: env.Kind, sessions: d.Sessions, delay: env.Limiter, cache: env.Secrets, live: mgr.GetAPIReader(), record: env.Record, now: d.Clock()}
 	}, mrsetup.WithWakeUp(func(mg resource.Managed) time.Time {
@@ -454,5 +458,10 @@ func Setup[T commonv1beta1.WidgetKeyResource](mgr ctrl.Manager, o controller.Opt
 			return NextWakeUp(k)
 		}
 		return time.Time{}
-	}))
+	}),
+		// Composed with its Widget, a new key waits for the Widget's
+		// external name without an event or a status write, and is
+		// requeued as soon as the Widget has one.
+		mrsetup.WithPendingReferences(mrsetup.PendingReferenceGrace),
+		mrsetup.WithWatch(newWidget(), handler.EnqueueRequestsFromMapFunc(keysWaitingFor(mgr.GetClient(), newList)), named()))
 }
