@@ -135,6 +135,10 @@ func run(m *testing.M) int {
 	log.Info("Packages", "provider", pkgs.Provider, "function", pkgs.Function, "version", pkgs.Version)
 	suite.pkgs, suite.crank = pkgs, tools.Crank
 
+	// The stand-in change logs sidecar needs no control plane: it builds
+	// while one starts.
+	sidecar := platform.StartChangeLogsSidecarBuild(ctx, log, suite.root, filepath.Join(dir, "bin", "changelogs-sidecar"))
+
 	tStart := time.Now()
 	// The harness lives until Stop, not just for the set-up's context. On
 	// Ctrl-C it tears itself down, so that no etcd or kube-apiserver is left
@@ -198,8 +202,9 @@ func run(m *testing.M) int {
 		// Every scenario runs with change logs on, so that the canary
 		// check covers the change logs sidecar's log of all of them
 		// (TestChangeLogs reads it).
-		ChangeLogs: true,
-		Log:        log,
+		ChangeLogs:        true,
+		ChangeLogsSidecar: sidecar,
+		Log:               log,
 	})
 	if err != nil {
 		return fail(withDiagnostics(err))
@@ -316,13 +321,15 @@ func checkEventCreates() error {
 	return nil
 }
 
-// coreArgs are extra flags for Crossplane core: --debug with
-// E2E_CORE_DEBUG=1, to see why it reconciles what it reconciles.
+// coreArgs are extra flags for Crossplane core: E2E_CORE_ARGS (space
+// separated), and --debug with E2E_CORE_DEBUG=1, to see why it reconciles
+// what it reconciles.
 func coreArgs() []string {
+	args := strings.Fields(os.Getenv("E2E_CORE_ARGS"))
 	if os.Getenv("E2E_CORE_DEBUG") != "" {
-		return []string{"--debug"}
+		args = append(args, "--debug")
 	}
-	return nil
+	return args
 }
 
 // fail reports an error that stops the suite before any scenario runs.

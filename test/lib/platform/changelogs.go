@@ -2,12 +2,15 @@ package platform
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -36,17 +39,18 @@ const (
 // changeLogsRuntimeConfig is the example's file under examples/runtime.
 const changeLogsRuntimeConfig = "changelogs.yaml"
 
-// PublishChangeLogsSidecar builds the stand-in change logs sidecar from
-// root's test/changelogsidecar into a runtime image for this machine and
-// pushes it to h's registry. It returns the image's reference.
-func PublishChangeLogsSidecar(ctx context.Context, h *harness.Harness, root string) (string, error) {
-	bin := filepath.Join(h.Dir(), "bin", "changelogs-sidecar")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./test/changelogsidecar") //nolint:gosec // bin is a path under the harness directory.
+// BuildChangeLogsSidecar compiles root's test/changelogsidecar into bin, a
+// static binary for this machine, and builds its runtime image. It needs no
+// control plane, so a caller may run it while one starts
+// (StartChangeLogsSidecarBuild): the image's layers are compressed here,
+// which in a test binary built with -race takes seconds.
+func BuildChangeLogsSidecar(ctx context.Context, root, bin string) (v1.Image, error) {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./test/changelogsidecar") //nolint:gosec // bin is the caller's path.
 	cmd.Dir = root
 	// Static: the node runs it chrooted into its image, which has no libc.
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", errors.Wrapf(err, "cannot build the stand-in change logs sidecar: %s", out)
+		return nil, errors.Wrapf(err, "cannot build the stand-in change logs sidecar: %s", out)
 	}
 	img, err := image.Build(image.Config{
 		Binary:     bin,
@@ -55,8 +59,44 @@ func PublishChangeLogsSidecar(ctx context.Context, h *harness.Harness, root stri
 		Created:    time.Now(),
 		Labels:     map[string]string{image.LabelDescription: "Stand-in for " + ChangeLogsSidecarImage + " (test/changelogsidecar)"},
 	})
+	return img, errors.Wrap(err, "cannot build the stand-in change logs sidecar's image")
+}
+
+// StartChangeLogsSidecarBuild starts BuildChangeLogsSidecar and returns at
+// once; the function it returns waits for the build. Use it as
+// Options.ChangeLogsSidecar. log hears how long the build took.
+func StartChangeLogsSidecarBuild(ctx context.Context, log *slog.Logger, root, bin string) func() (v1.Image, error) {
+	type result struct {
+		img v1.Image
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		t := time.Now()
+		img, err := BuildChangeLogsSidecar(ctx, root, bin)
+		log.Info("Change logs stand-in built", "duration", since(t), "error", err)
+		done <- result{img, err}
+	}()
+	var once sync.Once
+	var r result
+	return func() (v1.Image, error) {
+		once.Do(func() { r = <-done })
+		return r.img, r.err
+	}
+}
+
+// PublishChangeLogsSidecar pushes the stand-in change logs sidecar's image
+// to h's registry and returns its reference. The image is built(), or built
+// from root's test/changelogsidecar when built is nil.
+func PublishChangeLogsSidecar(ctx context.Context, h *harness.Harness, root string, built func() (v1.Image, error)) (string, error) {
+	if built == nil {
+		built = func() (v1.Image, error) {
+			return BuildChangeLogsSidecar(ctx, root, filepath.Join(h.Dir(), "bin", "changelogs-sidecar"))
+		}
+	}
+	img, err := built()
 	if err != nil {
-		return "", errors.Wrap(err, "cannot build the stand-in change logs sidecar's image")
+		return "", err
 	}
 	full, err := h.PushImage(ctx, img, ChangeLogsStandIn)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -111,6 +112,10 @@ type Options struct {
 	// DeploymentRuntimeConfig of examples/runtime/changelogs.yaml, with the
 	// stand-in sidecar (see PublishChangeLogsSidecar).
 	ChangeLogs bool
+	// ChangeLogsSidecar, when set, returns the stand-in sidecar's image,
+	// built while the control plane started
+	// (StartChangeLogsSidecarBuild). Default: Install builds it.
+	ChangeLogsSidecar func() (v1.Image, error)
 	// Log receives progress. Default: discard.
 	Log *slog.Logger
 }
@@ -152,9 +157,10 @@ func Install(ctx context.Context, h *harness.Harness, o Options) (*Platform, err
 	standIn := ""
 	if o.ChangeLogs {
 		var err error
-		if standIn, err = PublishChangeLogsSidecar(ctx, h, o.Root); err != nil {
+		if standIn, err = PublishChangeLogsSidecar(ctx, h, o.Root, o.ChangeLogsSidecar); err != nil {
 			return nil, err
 		}
+		o.Log.Info("Change logs stand-in published", "image", standIn, "duration", since(begin))
 	}
 	if err := runtimeConfigs(ctx, c, o, standIn); err != nil {
 		return nil, err
@@ -166,6 +172,7 @@ func Install(ctx context.Context, h *harness.Harness, o Options) (*Platform, err
 	if err != nil {
 		return nil, err
 	}
+	o.Log.Info("Packages published", "configuration", ref, "duration", since(begin))
 	if err := h.InstallConfiguration(ctx, ConfigurationName, ref); err != nil {
 		return nil, err
 	}
