@@ -77,6 +77,12 @@ type Config struct {
 
 	// Ports the binary listens on, such as "8080/tcp". Informational only.
 	Ports []string
+
+	// Compression is the layers' gzip level; 0 means gzip.BestCompression,
+	// which the packages' images use (their digests depend on it). A
+	// throwaway image, such as a test's stand-in, may trade size for time
+	// with gzip.BestSpeed.
+	Compression int
 }
 
 // Build returns the runtime image that c describes. It reads the binary
@@ -94,11 +100,18 @@ func Build(c Config) (v1.Image, error) {
 	}
 	created := c.Created.UTC().Truncate(time.Second)
 
-	base, err := layer(baseFiles(), created)
+	level := c.Compression
+	if level == 0 {
+		level = gzip.BestCompression
+	}
+	if level < gzip.HuffmanOnly || level > gzip.BestCompression {
+		return nil, errors.Errorf("gzip level %d is not one of %d to %d", level, gzip.HuffmanOnly, gzip.BestCompression)
+	}
+	base, err := layer(baseFiles(), created, level)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot build base layer")
 	}
-	app, err := layer(binaryFiles(c.Entrypoint, bin), created)
+	app, err := layer(binaryFiles(c.Entrypoint, bin), created, level)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot build binary layer")
 	}
@@ -241,7 +254,7 @@ func binaryFiles(entrypoint string, bin []byte) []file {
 
 // layer returns a gzipped layer of files, sorted by name, each modified at
 // mtime.
-func layer(files []file, mtime time.Time) (v1.Layer, error) {
+func layer(files []file, mtime time.Time, level int) (v1.Layer, error) {
 	sort.Slice(files, func(i, j int) bool { return files[i].name < files[j].name })
 
 	var tb bytes.Buffer
@@ -276,7 +289,7 @@ func layer(files []file, mtime time.Time) (v1.Layer, error) {
 	// digest depends on the standard library's gzip at a fixed level only.
 	// The gzip header has no name and a zero time.
 	var gb bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&gb, gzip.BestCompression)
+	zw, err := gzip.NewWriterLevel(&gb, level)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create gzip writer")
 	}

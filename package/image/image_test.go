@@ -3,6 +3,7 @@ package image
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -154,6 +155,27 @@ func TestBuild(t *testing.T) {
 				binPath: "function",
 			},
 		},
+		"FastCompression": {
+			reason: "A throwaway image compressed at gzip's fastest level holds the same files.",
+			c: Config{
+				Binary:      fakeBinary(t, "standin"),
+				Entrypoint:  "/standin",
+				Arch:        "amd64",
+				Created:     created,
+				Compression: gzip.BestSpeed,
+			},
+			want: want{
+				arch: "amd64",
+				config: v1.Config{
+					Entrypoint: []string{"/standin"},
+					User:       "65532:65532",
+					WorkingDir: "/",
+					Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
+				},
+				files:   append(append([]entry{}, base...), reg("standin", 0o755)),
+				binPath: "standin",
+			},
+		},
 	}
 	for n, tc := range cases {
 		t.Run(n, func(t *testing.T) {
@@ -200,6 +222,8 @@ func TestBuildErrors(t *testing.T) {
 		"UncleanEntrypoint":  {reason: "The entrypoint is a clean path.", c: Config{Binary: bin, Entrypoint: "/usr/../x", Arch: "amd64"}},
 		"RootEntrypoint":     {reason: "The entrypoint is a file.", c: Config{Binary: bin, Entrypoint: "/", Arch: "amd64"}},
 		"NoBinary":           {reason: "The binary must exist.", c: Config{Binary: filepath.Join(t.TempDir(), "missing"), Entrypoint: "/x", Arch: "amd64"}},
+		"CompressionTooHigh": {reason: "The gzip level is one gzip knows.", c: Config{Binary: bin, Entrypoint: "/x", Arch: "amd64", Compression: gzip.BestCompression + 1}},
+		"CompressionTooLow":  {reason: "The gzip level is one gzip knows.", c: Config{Binary: bin, Entrypoint: "/x", Arch: "amd64", Compression: gzip.HuffmanOnly - 1}},
 	}
 	for n, tc := range cases {
 		t.Run(n, func(t *testing.T) {
@@ -239,6 +263,11 @@ func TestBuildReproducible(t *testing.T) {
 		"OtherTime":   {reason: "The creation time is part of the image.", c: other},
 		"OtherArch":   {reason: "The architecture is part of the image.", c: arm},
 		"CopiedInput": {reason: "The binary's path does not matter, only its content.", c: Config{Binary: fakeBinary(t, "same"), Entrypoint: c.Entrypoint, Arch: c.Arch, Created: c.Created, Labels: map[string]string{LabelVersion: "v1"}}, same: true},
+		"BestCompressionByDefault": {reason: "Compression 0 is gzip's best level, which the packages' digests depend on.", c: func() Config {
+			b := c
+			b.Compression = gzip.BestCompression
+			return b
+		}(), same: true},
 	}
 	for n, tc := range cases {
 		t.Run(n, func(t *testing.T) {
