@@ -188,3 +188,78 @@ func write(t *testing.T, p, content string) {
 		t.Fatal(err)
 	}
 }
+
+func TestWindow(t *testing.T) {
+	since := time.Date(2026, 11, 27, 19, 0, 0, 0, time.UTC)
+	changed := func(name string, rev int64) Change { return Change{Name: name, Revision: rev} }
+	empty := func(name string, rev int64) Change { return Change{Name: name, Revision: rev, Unchanged: true} }
+	late := Change{Name: "ev", Revision: 12, Occurred: since.Add(-time.Minute)}
+	cases := map[string]struct {
+		reason  string
+		changes []Change
+		want    QuietWindow
+	}{
+		"OutsideTheWindow": {
+			reason:  "Writes at or before the window's start and after its end are not in it.",
+			changes: []Change{changed("a", 10), changed("a", 21)},
+			want:    QuietWindow{},
+		},
+		"Churn": {
+			reason:  "A write that changed something is churn.",
+			changes: []Change{changed("a", 11)},
+			want:    QuietWindow{Churn: []Change{changed("a", 11)}},
+		},
+		"OneEmptyWriteEach": {
+			reason:  "The first write to an object that changed nothing is set apart, once per object.",
+			changes: []Change{empty("a", 11), empty("b", 12)},
+			want:    QuietWindow{Empty: []Change{empty("a", 11), empty("b", 12)}},
+		},
+		"SecondEmptyWriteIsChurn": {
+			reason:  "A second write that changes nothing to the same object is a loop, so churn.",
+			changes: []Change{empty("a", 11), empty("a", 13)},
+			want:    QuietWindow{Empty: []Change{empty("a", 11)}, Churn: []Change{empty("a", 13)}},
+		},
+		"LateEvent": {
+			reason:  "An Event that occurred before the window was only written in it.",
+			changes: []Change{late, {Name: "ev2", Revision: 13, Occurred: since.Add(time.Second)}},
+			want:    QuietWindow{Late: []Change{late}, Churn: []Change{{Name: "ev2", Revision: 13, Occurred: since.Add(time.Second)}}},
+		},
+	}
+	for n, tc := range cases {
+		t.Run(n, func(t *testing.T) {
+			got := Window(tc.changes, 10, 20, since)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("\n%s\nWindow(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestWithoutRevision(t *testing.T) {
+	obj := func(rv, manager string, ready string) map[string]any {
+		return map[string]any{
+			"metadata": map[string]any{"name": "x", "resourceVersion": rv, "managedFields": []any{map[string]any{"manager": manager}}},
+			"status":   map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": ready}}},
+		}
+	}
+	cases := map[string]struct {
+		reason string
+		a, b   map[string]any
+		same   bool
+	}{
+		"OnlyRevision":  {reason: "A new resourceVersion and managedFields alone are no change.", a: obj("1", "core", "True"), b: obj("2", "claim", "True"), same: true},
+		"ConditionFlip": {reason: "A condition that changed is a change.", a: obj("1", "core", "True"), b: obj("2", "core", "False")},
+	}
+	for n, tc := range cases {
+		t.Run(n, func(t *testing.T) {
+			a := obj("1", "core", "True")
+			_ = withoutRevision(a)
+			if diff := cmp.Diff(obj("1", "core", "True"), a); diff != "" {
+				t.Errorf("withoutRevision changed its argument: -want, +got:\n%s", diff)
+			}
+			if got := sameContent(withoutRevision(tc.a), withoutRevision(tc.b)); got != tc.same {
+				t.Errorf("\n%s\nsame content: want %t, got %t", tc.reason, tc.same, got)
+			}
+		})
+	}
+}

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
@@ -46,6 +48,10 @@ type Change struct {
 	// recorded it: a source whose event writes queue up writes them after
 	// that.
 	Occurred time.Time
+	// Unchanged is true when the write left the object as the watch last
+	// saw it but for its resourceVersion and managedFields: a new revision
+	// and a watch event, and nothing a reader could act on.
+	Unchanged bool
 }
 
 // A ReadyRecorder watches the objects of one resource in one namespace and
@@ -59,6 +65,7 @@ type ReadyRecorder struct {
 
 	mu      sync.Mutex
 	ready   map[string]bool
+	last    map[string]map[string]any // each object as last seen, sameContent's form
 	lost    []ReadyLoss
 	changes []Change
 	err     error
@@ -78,9 +85,10 @@ func RecordReady(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionR
 		return nil, errors.Wrapf(err, "cannot list %s in %s", gvr.Resource, ns)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	r := &ReadyRecorder{cancel: cancel, done: make(chan struct{}), ready: map[string]bool{}}
+	r := &ReadyRecorder{cancel: cancel, done: make(chan struct{}), ready: map[string]bool{}, last: map[string]map[string]any{}}
 	for i := range l.Items {
 		r.observe(&l.Items[i])
+		r.last[l.Items[i].GetName()] = withoutRevision(l.Items[i].Object)
 	}
 	w, err := watchtools.NewRetryWatcherWithContext(ctx, l.GetResourceVersion(), &cache.ListWatch{
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -114,6 +122,11 @@ func RecordReady(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionR
 					r.mu.Lock()
 					c := Change{Name: u.GetName(), At: time.Now()}
 					c.Revision, _ = strconv.ParseInt(u.GetResourceVersion(), 10, 64)
+					content := withoutRevision(u.Object)
+					if prev, ok := r.last[u.GetName()]; ok && e.Type == watch.Modified {
+						c.Unchanged = sameContent(prev, content)
+					}
+					r.last[u.GetName()] = content
 					if u.GetKind() == "Event" {
 						kind, _, _ := unstructured.NestedString(u.Object, "involvedObject", "kind")
 						name, _, _ := unstructured.NestedString(u.Object, "involvedObject", "name")
@@ -132,6 +145,19 @@ func RecordReady(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionR
 	}()
 	return r, nil
 }
+
+// withoutRevision returns a copy of obj without metadata.resourceVersion
+// and metadata.managedFields, which change with every write.
+func withoutRevision(obj map[string]any) map[string]any {
+	c := runtime.DeepCopyJSON(obj)
+	unstructured.RemoveNestedField(c, "metadata", "resourceVersion")
+	unstructured.RemoveNestedField(c, "metadata", "managedFields")
+	return c
+}
+
+// sameContent reports whether two objects in withoutRevision's form are
+// the same.
+func sameContent(a, b map[string]any) bool { return equality.Semantic.DeepEqual(a, b) }
 
 func (r *ReadyRecorder) observe(u *unstructured.Unstructured) {
 	c := GetCondition(u, "Ready")
@@ -173,6 +199,42 @@ func (r *ReadyRecorder) ChangesAfter(rev int64) []Change {
 		}
 	}
 	return out
+}
+
+// A QuietWindow is what was written between two revisions, sorted by what
+// it means (Window).
+type QuietWindow struct {
+	// Churn are the writes that changed something, and every write that
+	// changed nothing after the first such write to the same object.
+	Churn []Change
+	// Empty are the first write to each object that changed nothing but
+	// its resourceVersion (Change.Unchanged): a writer that re-applies what
+	// the object already holds and bumps its revision once (core v2.4.2's
+	// first status apply after its own status update, for example). A
+	// second such write to the same object is churn: that is a loop.
+	Empty []Change
+	// Late are Events that occurred before since and were written in the
+	// window: their source's event queue catching up.
+	Late []Change
+}
+
+// Window sorts the changes whose revisions are in (from, to].
+func Window(changes []Change, from, to int64, since time.Time) QuietWindow {
+	var w QuietWindow
+	empty := map[string]bool{}
+	for _, c := range changes {
+		switch {
+		case c.Revision <= from || c.Revision > to:
+		case !c.Occurred.IsZero() && c.Occurred.Before(since):
+			w.Late = append(w.Late, c)
+		case c.Unchanged && !empty[c.Name]:
+			empty[c.Name] = true
+			w.Empty = append(w.Empty, c)
+		default:
+			w.Churn = append(w.Churn, c)
+		}
+	}
+	return w
 }
 
 // Revision writes a marker ConfigMap in ns and returns the revision of that
