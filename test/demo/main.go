@@ -94,6 +94,8 @@ func run(c *cli) error { // A linear sequence of steps.
 		Tools:         &tools,
 		Debug:         c.Debug,
 		HandleSignals: true,
+		// As docs/install.md recommends.
+		CoreArgs: platform.CoreArgs(),
 		WidgetAPI: &server.Options{
 			Tokens:         map[string]string{demoToken: demoProject},
 			ProvisionDelay: 3 * time.Second,

@@ -206,6 +206,13 @@ func Install(ctx context.Context, h *harness.Harness, o Options) (*Platform, err
 	return p, nil
 }
 
+// CoreArgs are the flags docs/install.md recommends for Crossplane core
+// v2.4.2: ten concurrent reconciles per controller, not 100. With 100, an
+// XR whose own write queued it again is reconciled before that write reaches
+// core's cache, and many XRs converging at once keep losing Ready
+// (docs/convergence.md).
+func CoreArgs() []string { return []string{"--max-concurrent-reconciles=10"} }
+
 // Registry is where h's packages are published: <loopback registry>/widgetco.
 func Registry(h *harness.Harness) string { return h.RegistryHost() + "/" + Org }
 
