@@ -132,6 +132,12 @@ func TestTeamRequirements(t *testing.T) {
 		"widget-quota-legacy-keys":         {ApiVersion: "widget.widgetco.io/v1beta1", Kind: "WidgetKey", Match: labels("crossplane.io/claim-namespace", "team-b")},
 	}}
 	policyB := []map[string]any{policyEC("team-b", map[string]any{"namespaceSelector": forTeam("team-b")})}
+	quotaB := []map[string]any{policyEC("team-b", map[string]any{"namespaceSelector": forTeam("team-b"), "quotas": map[string]any{"keys": 10}})}
+	teamBNoUsage := &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{
+		"widget-policy-environmentconfigs": teamB.GetResources()[reqPolicies],
+		"widget-policy-namespace":          teamB.GetResources()[reqNamespace],
+	}}
+	labelsB := map[string]any{"widgetco.io/team": "team-b"}
 	// withFetched returns a request for XR xr with the required resources
 	// of the supplied names.
 	withFetched := func(xr map[string]any, f fetched, names ...string) func() *fnv1.RunFunctionRequest {
@@ -211,11 +217,28 @@ func TestTeamRequirements(t *testing.T) {
 		"EverythingFetched": {
 			reason: "With what it asked for, the function asks for exactly the same again: Crossplane stops calling once the requirements are equal.",
 			req: withFetched(nsXR(set("metadata.namespace", "team-b")), fetched{
-				namespace: namespaceObj("team-b", map[string]any{"widgetco.io/team": "team-b"}),
-				policies:  policyB,
+				namespace: namespaceObj("team-b", labelsB),
+				policies:  quotaB,
 				widgets:   []map[string]any{usedWidget("team-b", "api-1", "api", "small", "", false)},
 			}, every...),
 			want: teamB,
+		},
+		"NoQuota": {
+			reason: "Where no quota applies (a policy with rules only, or another namespace's quota) the namespace's usage cannot change the verdict: the function stops asking for it, so core does not reconcile the XR at every change to another widget of its namespace.",
+			req: withFetched(nsXR(set("metadata.namespace", "team-b")), fetched{
+				namespace: namespaceObj("team-b", labelsB),
+				policies:  []map[string]any{policyB[0], policyEC("team-a", teamAPolicy())},
+				widgets:   []map[string]any{usedWidget("team-b", "api-1", "api", "small", "", false)},
+			}, every...),
+			want: teamBNoUsage,
+		},
+		"NoQuotaSeeded": {
+			reason: "Seeded with what it asked for last reconcile, an XR no quota applies to asks for the same: one call.",
+			req: withFetched(nsXR(set("metadata.namespace", "team-b")), fetched{
+				namespace: namespaceObj("team-b", labelsB),
+				policies:  []map[string]any{policyB[0], policyEC("team-a", teamAPolicy())},
+			}, reqPolicies, reqNamespace),
+			want: teamBNoUsage,
 		},
 		"ClaimOfTeamB": {
 			reason: "A claim's XR asks for its claim's namespace: the claim counts towards the same quotas as the namespace's XWidgets.",

@@ -63,10 +63,12 @@ type team struct {
 //
 // settled reports, given the namespace's limits, whether the XR no longer
 // needs the namespace's usage (settledInNamespace). The usage is then neither
-// read nor required: core stops reconciling the XR at every change to
-// another Widget or WidgetKey of its namespace, which would otherwise make
-// each change cost a reconcile of every XR there
-// (docs/benchmarks.md#namespace-policy-cost).
+// read nor required, nor is it where no quota applies to the namespace: core
+// stops reconciling the XR at every change to another Widget or WidgetKey of
+// its namespace, which would otherwise make each change cost a reconcile of
+// every XR there (docs/benchmarks.md#namespace-policy-cost). Without that, one
+// team's quota made every converging XR of every other namespace count its
+// namespace, and core's per-XR circuit breakers opened.
 func readTeam(req *fnv1.RunFunctionRequest, ns string, pol policy, settled func(namespaceLimits) bool) (team, *fnv1.Requirements, error) {
 	t := team{limits: limitsFor(ns, pol, nil)}
 	if ns == "" {
@@ -102,7 +104,7 @@ func readTeam(req *fnv1.RunFunctionRequest, ns string, pol policy, settled func(
 	}
 	slices.SortFunc(policies, func(a, b namespacePolicy) int { return cmp.Compare(a.name, b.name) })
 	limits := limitsFor(ns, pol, policies)
-	if settled(limits) {
+	if !limits.hasQuota() || settled(limits) {
 		return team{limits: limits}, teamRequirements(ns, true, false), nil
 	}
 
