@@ -133,6 +133,7 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 	log.Info("Packages", "provider", pkgs.Provider, "function", pkgs.Function, "version", pkgs.Version)
+	log.Info("Crossplane core flags", "args", coreArgs())
 	suite.pkgs, suite.crank = pkgs, tools.Crank
 
 	// The stand-in change logs sidecar needs no control plane: it builds
@@ -321,11 +322,20 @@ func checkEventCreates() error {
 	return nil
 }
 
-// coreArgs are extra flags for Crossplane core: E2E_CORE_ARGS (space
-// separated), and --debug with E2E_CORE_DEBUG=1, to see why it reconciles
-// what it reconciles.
+// coreArgs are extra flags for Crossplane core: those docs/install.md
+// recommends (platform.CoreArgs), or E2E_CORE_ARGS (space separated) in
+// their place, where E2E_CORE_ARGS=none runs core with its own defaults; and
+// --debug with E2E_CORE_DEBUG=1, to see why it reconciles what it
+// reconciles.
 func coreArgs() []string {
-	args := strings.Fields(os.Getenv("E2E_CORE_ARGS"))
+	args := platform.CoreArgs()
+	switch v := os.Getenv("E2E_CORE_ARGS"); v {
+	case "":
+	case "none":
+		args = nil
+	default:
+		args = strings.Fields(v)
+	}
 	if os.Getenv("E2E_CORE_DEBUG") != "" {
 		args = append(args, "--debug")
 	}
