@@ -47,8 +47,8 @@ func TestUpstreamStaleConditions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("MEASURED upstream reproduction (core flags %q): %d XRepros (function-patch-and-transform only, one ConfigMap each) Ready %s after the first create; %d losses of Ready on %d XRs, until %s after all were Ready",
-		coreArgs(), res.N, res.ReadyAfter.Round(100*time.Millisecond), len(res.Losses), res.LostXRs(), o.Quiet)
+	t.Logf("MEASURED upstream reproduction (core flags %q): %d XRepros (function-patch-and-transform only, one ConfigMap each) Ready %s after the first create; %d losses of Ready on %d XRs until %s after all were Ready, %d of them after",
+		coreArgs(), res.N, res.ReadyAfter.Round(100*time.Millisecond), len(res.Losses), res.LostXRs(), o.Quiet, res.LostAfterAllReady())
 	for _, l := range res.Losses {
 		t.Errorf("XRepro %s lost Ready at %s (%s): %s", l.Name, l.At.Format(time.RFC3339Nano), l.Reason, l.Message)
 	}

@@ -98,8 +98,10 @@ type Options struct {
 // A Result is what a run saw.
 type Result struct {
 	N int
-	// ReadyAfter is how long after the first create all XRs were Ready.
+	// ReadyAfter is how long after the first create all XRs were Ready,
+	// at AllReadyAt.
 	ReadyAfter time.Duration
+	AllReadyAt time.Time
 	// Losses are the changes of an XR's Ready condition from True to
 	// anything else, until Quiet after all were Ready.
 	Losses []platform.ReadyLoss
@@ -112,6 +114,18 @@ func (r Result) LostXRs() int {
 		seen[l.Name] = true
 	}
 	return len(seen)
+}
+
+// LostAfterAllReady is how many of the losses came after all XRs were
+// Ready: core's loop going on with nothing left to converge.
+func (r Result) LostAfterAllReady() int {
+	n := 0
+	for _, l := range r.Losses {
+		if l.At.After(r.AllReadyAt) {
+			n++
+		}
+	}
+	return n
 }
 
 // Reasons counts the losses by the Ready condition's reason and message.
@@ -173,7 +187,8 @@ func Run(ctx context.Context, cfg *rest.Config, kube client.Client, o Options) (
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	res.ReadyAfter = time.Since(begin)
+	res.AllReadyAt = time.Now()
+	res.ReadyAfter = res.AllReadyAt.Sub(begin)
 	select {
 	case <-ctx.Done():
 		return res, ctx.Err()

@@ -2,8 +2,11 @@ package staleconditions
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/widgetco/crossplane-widget/test/lib/platform"
 )
 
 func TestManifests(t *testing.T) {
@@ -39,5 +42,43 @@ func TestManifests(t *testing.T) {
 	step := comp["spec"].(map[string]any)["pipeline"].([]any)
 	if len(step) != 1 || step[0].(map[string]any)["functionRef"].(map[string]any)["name"] != "function-patch-and-transform" {
 		t.Errorf("the pipeline must run function-patch-and-transform alone, got %v", step)
+	}
+}
+
+func TestResult(t *testing.T) {
+	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	loss := func(name string, after time.Duration, reason string) platform.ReadyLoss {
+		return platform.ReadyLoss{Name: name, At: at.Add(after), Status: "False", Reason: reason, Message: "Unready resources: config"}
+	}
+	cases := map[string]struct {
+		r                  Result
+		wantXRs, wantAfter int
+		wantReasons        []string
+	}{
+		"None": {
+			r:           Result{N: 3, AllReadyAt: at},
+			wantReasons: []string{},
+		},
+		"BeforeAndAfter": {
+			r: Result{N: 3, AllReadyAt: at, Losses: []platform.ReadyLoss{
+				loss("r000", -time.Second, "Creating"), loss("r000", time.Second, "Creating"), loss("r001", 2*time.Second, "Creating"),
+			}},
+			wantXRs:     2,
+			wantAfter:   2,
+			wantReasons: []string{"3x Ready=False Creating: Unready resources: config"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.r.LostXRs(); got != tc.wantXRs {
+				t.Errorf("LostXRs(): want %d, got %d", tc.wantXRs, got)
+			}
+			if got := tc.r.LostAfterAllReady(); got != tc.wantAfter {
+				t.Errorf("LostAfterAllReady(): want %d, got %d", tc.wantAfter, got)
+			}
+			if diff := cmp.Diff(tc.wantReasons, tc.r.Reasons()); diff != "" {
+				t.Errorf("Reasons(): -want, +got:\n%s", diff)
+			}
+		})
 	}
 }

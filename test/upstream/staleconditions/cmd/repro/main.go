@@ -69,8 +69,8 @@ func run(kubeconfig string, apply bool, o staleconditions.Options) int {
 		fmt.Fprintln(os.Stderr, "repro:", err)
 		return 2
 	}
-	fmt.Printf("%d XRepros Ready %s after the first create; %d losses of Ready on %d XRs until %s after all were Ready\n",
-		res.N, res.ReadyAfter.Round(100*time.Millisecond), len(res.Losses), res.LostXRs(), o.Quiet)
+	fmt.Printf("%d XRepros Ready %s after the first create; %d losses of Ready on %d XRs until %s after all were Ready, %d of them after\n",
+		res.N, res.ReadyAfter.Round(100*time.Millisecond), len(res.Losses), res.LostXRs(), o.Quiet, res.LostAfterAllReady())
 	for _, r := range res.Reasons() {
 		fmt.Println("  " + r)
 	}
