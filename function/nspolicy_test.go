@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 )
 
 // Builders of the resources Crossplane fetches for the function's
@@ -311,6 +313,54 @@ func TestTeamRequirements(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, rsp.GetRequirements(), protocmp.Transform()); diff != "" {
 				t.Errorf("%s\nrequirements: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestCompositionsBootstrapPolicies checks that the example Compositions
+// declare, as the step's bootstrap requirement, exactly what the function
+// asks for first: Crossplane then calls it once at an XR's first reconcile,
+// not twice. A requirement that differs from the function's would cost a
+// call more, not less.
+func TestCompositionsBootstrapPolicies(t *testing.T) {
+	want := teamRequirements("any", false, false).GetResources()
+	for _, path := range []string{"../examples/composition/namespaced/composition.yaml", "../examples/composition/legacy/composition.yaml"} {
+		t.Run(path, func(t *testing.T) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var comp struct {
+				Spec struct {
+					Pipeline []struct {
+						FunctionRef  struct{ Name string } `json:"functionRef"`
+						Requirements struct {
+							RequiredResources []struct {
+								RequirementName string            `json:"requirementName"`
+								APIVersion      string            `json:"apiVersion"`
+								Kind            string            `json:"kind"`
+								MatchLabels     map[string]string `json:"matchLabels"`
+							} `json:"requiredResources"`
+						} `json:"requirements"`
+					} `json:"pipeline"`
+				} `json:"spec"`
+			}
+			if err := yaml.Unmarshal(b, &comp); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]*fnv1.ResourceSelector{}
+			for _, s := range comp.Spec.Pipeline {
+				if s.FunctionRef.Name != "function-widget" {
+					continue
+				}
+				for _, r := range s.Requirements.RequiredResources {
+					got[r.RequirementName] = &fnv1.ResourceSelector{ApiVersion: r.APIVersion, Kind: r.Kind,
+						Match: &fnv1.ResourceSelector_MatchLabels{MatchLabels: &fnv1.MatchLabels{Labels: r.MatchLabels}}}
+				}
+			}
+			if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("function-widget's bootstrap requirements in %s: -what the function asks first, +declared:\n%s", path, diff)
 			}
 		})
 	}
