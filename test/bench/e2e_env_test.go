@@ -69,7 +69,7 @@ func startE2EWith(t *testing.T, b *bench, fnPkg string, providerArgs ...string) 
 	}
 	// Kept after the run (replaced by the next) for its logs.
 	dir := filepath.Join(b.root, "_output", "bench", "e2e-harness")
-	if err := os.RemoveAll(dir); err != nil {
+	if err := harness.RemoveDir(dir); err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))

@@ -188,7 +188,7 @@ func claimDir(dir string) error {
 	default:
 		return errors.Wrap(err, "cannot read the demo's pid file")
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := harness.RemoveDir(dir); err != nil {
 		return errors.Wrap(err, "cannot remove the previous demo's directory")
 	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -65,4 +66,59 @@ func (m *mounts) unmount(match func(string) bool) error {
 	slices.Reverse(keep)
 	m.targets = keep
 	return errors.Join(errs...)
+}
+
+// RemoveDir removes dir, a directory a previous harness left, unmounting
+// first whatever that harness's pods left mounted below it. A harness killed
+// before it stopped its pods (SIGKILL, a crash) leaves their volume mounts;
+// removing the directory through them fails ("directory not empty"), after
+// deleting what the mounts expose.
+func RemoveDir(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return errors.Wrapf(err, "cannot remove %s", dir)
+	}
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return errors.Wrap(err, "cannot read this process's mounts")
+	}
+	var below []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		t := unescapeMount(f[1])
+		if t == abs || strings.HasPrefix(t, abs+string(filepath.Separator)) {
+			below = append(below, t)
+		}
+	}
+	// Deepest first.
+	slices.SortFunc(below, func(a, b string) int { return len(b) - len(a) })
+	for _, t := range below {
+		if err := syscall.Unmount(t, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
+			return errors.Wrapf(err, "cannot unmount %s, which a previous harness left mounted in %s", t, abs)
+		}
+	}
+	return errors.Wrapf(os.RemoveAll(abs), "cannot remove %s", abs)
+}
+
+// unescapeMount undoes the octal escapes (\040 for a space) of a path in
+// /proc/self/mounts.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var out strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				out.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		out.WriteByte(s[i])
+	}
+	return out.String()
 }
