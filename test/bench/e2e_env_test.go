@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,13 @@ import (
 	"github.com/widgetco/crossplane-widget/test/harness"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
+)
+
+// harnessLock is the lock on the bench's control plane directory
+// (harness.LockDir), taken by the first run of the process.
+var (
+	harnessLock    sync.Once
+	harnessLockErr error
 )
 
 // e2eEnv is a local control plane with provider-widget and function-widget
@@ -69,6 +77,12 @@ func startE2EWith(t *testing.T, b *bench, fnPkg string, providerArgs ...string) 
 	}
 	// Kept after the run (replaced by the next) for its logs.
 	dir := filepath.Join(b.root, "_output", "bench", "e2e-harness")
+	// Held until the process ends: another bench in the same tree would
+	// replace this one's control plane under it.
+	harnessLock.Do(func() { _, harnessLockErr = harness.LockDir(dir) })
+	if harnessLockErr != nil {
+		t.Fatal(harnessLockErr)
+	}
 	if err := harness.RemoveDir(dir); err != nil {
 		t.Fatal(err)
 	}
