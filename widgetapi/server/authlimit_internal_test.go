@@ -59,3 +59,38 @@ func TestClientAddr(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthThrottleTakeAndRefund: take charges an attempt before it is made
+// and refuses one the bucket cannot pay for; refund gives a successful
+// attempt back, and an address whose bucket is full again is forgotten.
+func TestAuthThrottleTakeAndRefund(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	addr := netip.MustParsePrefix("192.0.2.7/32")
+	a := newAuthThrottle(1, 2, 100)
+	type state struct {
+		Wait      time.Duration
+		Addresses int
+	}
+	var got []state
+	record := func(wait time.Duration) { got = append(got, state{Wait: wait, Addresses: a.addresses()}) }
+	record(a.take(addr, now)) // 2 -> 1
+	record(a.take(addr, now)) // 1 -> 0
+	record(a.take(addr, now)) // refused, nothing charged
+	a.refund(addr, now)       // 0 -> 1
+	record(a.wait(addr, now))
+	a.refund(addr, now) // 1 -> 2: full, forgotten
+	record(a.wait(addr, now))
+	a.refund(addr, now) // an address not remembered: nothing to do
+	record(a.wait(addr, now))
+	want := []state{
+		{Wait: 0, Addresses: 1},
+		{Wait: 0, Addresses: 1},
+		{Wait: time.Second, Addresses: 1},
+		{Wait: 0, Addresses: 1},
+		{Wait: 0, Addresses: 0},
+		{Wait: 0, Addresses: 0},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("take and refund with a burst of 2, -want, +got:\n%s", diff)
+	}
+}

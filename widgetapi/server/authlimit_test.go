@@ -34,7 +34,9 @@ func fromAddr(ip string) *http.Client {
 
 // TestFailedAuthIsThrottledPerAddress: once an address has spent its
 // failed-authentication burst, every request from it is 429 until it has
-// waited, even with a valid token, while other addresses are unaffected.
+// waited, even with a valid short static token, while other addresses are
+// unaffected. (TestThrottledAddressServesKnownCredentials covers the
+// credentials a throttled address is still served with.)
 func TestFailedAuthIsThrottledPerAddress(t *testing.T) {
 	clk := &clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	env := apitest.Start(t, apitest.WithOptions(func(o *server.Options) {
@@ -67,7 +69,7 @@ func TestFailedAuthIsThrottledPerAddress(t *testing.T) {
 		{401, ""},
 		{401, ""}, // a missing token is a failure too
 		{429, "2"},
-		{429, "2"}, // throttled before the token is looked at
+		{429, "2"}, // a short token is throttled too
 		{200, ""},  // another address has its own bucket
 		{401, ""},
 		{401, ""}, // two seconds earned one attempt back

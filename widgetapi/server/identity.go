@@ -22,13 +22,30 @@ func looksLikeJWT(tok string) bool { return strings.Count(tok, ".") == 2 }
 // project or whose role may not do what r asks. A token that is not valid or
 // maps to nothing counts as a failed authentication of the client address,
 // closes the connection and counts against the refused-request log budget,
-// as a 401 does. A
-// caller's limits are those of its identity (idtoken.Identity.Key), as a
-// static token's are of the token.
+// as a 401 does. A caller's limits are those of its identity
+// (idtoken.Identity.Key), as a static token's are of the token.
+//
+// Verifying a signature is the expensive part of authentication, so a token
+// the authenticator has not seen verify is charged to the address's
+// failed-authentication budget before it is verified and refunded when it
+// verifies: concurrent forged tokens from one address beyond its burst are
+// answered 429 without being verified. A token seen to verify before
+// (idtoken.Authenticator.Seen) skips the budget, as a long static token
+// does: only its issuer can have signed it, and answering it costs a cache
+// lookup, or one signature check per idtoken.CachedTokenTTL.
 func (s *Server) authenticateIdentity(w http.ResponseWriter, r *http.Request, addr netip.Prefix, tok string, next http.Handler) {
+	seen := s.idtokens.Seen(tok)
+	if !seen {
+		if wait := s.authFail.take(addr, s.opts.Now()); wait > 0 {
+			s.throttled(w, wait)
+			return
+		}
+	}
 	id, err := s.idtokens.Authenticate(r.Context(), tok)
 	if err != nil {
-		s.authFail.failed(addr, s.opts.Now())
+		if seen {
+			s.authFail.failed(addr, s.opts.Now())
+		}
 		s.metrics.tokensRefused.WithLabelValues(string(err.Reason)).Inc()
 		if err.Reason == idtoken.ReasonUnmapped {
 			// Refused like an invalid token, not like a caller that may not
@@ -44,6 +61,9 @@ func (s *Server) authenticateIdentity(w http.ResponseWriter, r *http.Request, ad
 		w.Header().Set("WWW-Authenticate", `Bearer realm="widget-api", error="invalid_token"`)
 		problem(w, http.StatusUnauthorized, widgetapi.CodeUnauthorized, err.Error())
 		return
+	}
+	if !seen {
+		s.authFail.refund(addr, s.opts.Now())
 	}
 	if lw, ok := w.(*logWriter); ok {
 		lw.subject = clip(id.Subject, maxLogged)

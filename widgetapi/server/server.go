@@ -81,10 +81,14 @@ type Options struct {
 
 	// FailedAuthRate is how many failed authentication attempts per second
 	// one client address earns back (default 1); FailedAuthBurst is how many
-	// it may make in a row (default 20). Once they are spent, every /v1
-	// request from that address is answered 429 before its token is even
-	// looked at, until the bucket refills. IPv4 addresses count singly, IPv6
-	// addresses by /64. A negative FailedAuthRate disables the throttle.
+	// it may make in a row (default 20). An identity token not seen to
+	// verify before is charged before it is verified and refunded when it
+	// verifies. Once the budget is spent, a /v1 request from that address
+	// is answered 429 without its token being checked, until the bucket
+	// refills, unless it carries a static token of at least
+	// MinUnthrottledTokenBytes or an identity token seen to verify before:
+	// those are served. IPv4 addresses count singly, IPv6 addresses by /64.
+	// A negative FailedAuthRate disables the throttle.
 	FailedAuthRate  float64
 	FailedAuthBurst int
 	// FailedAuthAddresses bounds the memory of the throttle: it remembers at
@@ -394,39 +398,40 @@ func projectOf(r *http.Request) string { p, _ := r.Context().Value(ctxKey{}).(st
 
 // authenticate resolves the bearer token to a project. Tokens are compared
 // by their SHA-256 so lookup time does not depend on how much of a guess
-// matches. A client address that failed too often is answered 429 before its
-// token is looked at, so guessing tokens is throttled and a throttled guess
-// learns nothing, not even whether it was right.
+// matches. A client address that failed too often is answered 429 instead
+// of having its token checked, except for the credentials that are cheap
+// to check and cannot be guessed (see servesThrottled), so guessing and
+// the CPU refusals cost stay bounded per address while one client's
+// refused tokens do not deny the other clients behind the same address.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		addr := clientAddr(r.RemoteAddr)
-		if wait := s.authFail.wait(addr, s.opts.Now()); wait > 0 {
-			s.metrics.authThrottled.Inc()
-			setRetryAfter(w, wait)
-			problem(w, http.StatusTooManyRequests, widgetapi.CodeRateLimited,
-				"too many failed authentication attempts from this address; check the token, then retry after the Retry-After delay")
+		now := s.opts.Now()
+		tok, ok := bearer(r)
+		if ok {
+			h := sha256.Sum256([]byte(tok))
+			project, found := s.tokens[h]
+			if found && (servesThrottled(tok) || s.authFail.wait(addr, now) == 0) {
+				s.serveAs(w, r, project, h, next)
+				return
+			}
+			if !found && s.idtokens != nil && looksLikeJWT(tok) {
+				s.authenticateIdentity(w, r, addr, tok, next)
+				return
+			}
+		}
+		if wait := s.authFail.wait(addr, now); wait > 0 {
+			s.throttled(w, wait)
 			return
 		}
-		tok, ok := bearer(r)
+		s.authFail.failed(addr, now)
 		if !ok {
-			s.authFail.failed(addr, s.opts.Now())
 			w.Header().Set("WWW-Authenticate", `Bearer realm="widget-api"`)
 			problem(w, http.StatusUnauthorized, "unauthorized", "send an Authorization: Bearer <token> header")
 			return
 		}
-		h := sha256.Sum256([]byte(tok))
-		project, ok := s.tokens[h]
-		if !ok && s.idtokens != nil && looksLikeJWT(tok) {
-			s.authenticateIdentity(w, r, addr, tok, next)
-			return
-		}
-		if !ok {
-			s.authFail.failed(addr, s.opts.Now())
-			w.Header().Set("WWW-Authenticate", `Bearer realm="widget-api", error="invalid_token"`)
-			problem(w, http.StatusUnauthorized, "unauthorized", "the bearer token is not valid")
-			return
-		}
-		s.serveAs(w, r, project, h, next)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="widget-api", error="invalid_token"`)
+		problem(w, http.StatusUnauthorized, "unauthorized", "the bearer token is not valid")
 	})
 }
 

@@ -48,7 +48,7 @@ type cli struct {
 	FeedRetention uint64        `default:"100000" help:"Number of change feed entries to keep per project."`
 	MaxWait       time.Duration `default:"60s" help:"Longest change feed long poll (at most 5m, the contract's limit)."`
 
-	FailedAuthRate      float64 `default:"1" help:"Failed authentication attempts per second one client address earns back; once its burst is spent it gets 429 before its token is checked. 0 disables."`
+	FailedAuthRate      float64 `default:"1" help:"Failed authentication attempts per second one client address earns back; once its burst is spent it gets 429 without its token being checked, except for static tokens of 24 bytes or more and identity tokens that verified before. 0 disables."`
 	FailedAuthBurst     int     `default:"20" help:"Failed authentication attempts one client address may make in a row."`
 	FailedAuthAddresses int     `default:"10000" help:"Client addresses the failed-authentication throttle remembers (least recently failed forgotten first)."`
 
@@ -131,6 +131,10 @@ func run(c *cli) error {
 		var err error
 		if tokens, err = server.LoadTokens(c.TokensFile); err != nil {
 			return err
+		}
+		if n := shortTokens(tokens); n > 0 {
+			log.Warn("static tokens shorter than the unthrottled length are refused, like a guess, from an address that failed authentication too often; generate tokens of at least that many random characters",
+				"short_tokens", n, "unthrottled_length", server.MinUnthrottledTokenBytes)
 		}
 	}
 	var identity *idtoken.Config
@@ -230,4 +234,16 @@ func identityIssuers(c *idtoken.Config) int {
 		return 0
 	}
 	return len(c.Issuers)
+}
+
+// shortTokens counts the tokens the failed-authentication throttle holds
+// back with their address (server.MinUnthrottledTokenBytes).
+func shortTokens(tokens map[string]string) int {
+	n := 0
+	for tok := range tokens {
+		if len(tok) < server.MinUnthrottledTokenBytes {
+			n++
+		}
+	}
+	return n
 }

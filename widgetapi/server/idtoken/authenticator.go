@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
 )
 
 // Reason is why a token was refused: a small fixed set, fit for a metric
@@ -89,10 +92,11 @@ type Authenticator struct {
 }
 
 type issuer struct {
-	cfg   Issuer
-	keys  *issuerKeys
-	exact map[string]Subject
-	byNS  map[string]Subject // namespace wildcards, by namespace
+	cfg      Issuer
+	keys     *issuerKeys
+	verifier *oidc.IDTokenVerifier
+	exact    map[string]Subject
+	byNS     map[string]Subject // namespace wildcards, by namespace
 }
 
 // New validates cfg (filling in its defaults) and returns an Authenticator
@@ -127,6 +131,16 @@ func New(cfg *Config, o Options) (*Authenticator, error) {
 			base:        ctx,
 			wg:          &a.wg,
 		}
+		// go-oidc checks the issuer, the audience and the expiry once
+		// the signature verified. Its clock runs the skew behind ours, so
+		// its exp check allows the skew too; checkClaims has already
+		// applied the skew to nbf and iat (go-oidc allows nbf five
+		// minutes) and required exp.
+		is.verifier = oidc.NewVerifier(ic.Issuer, is.keys, &oidc.Config{
+			ClientID:             ic.Audience,
+			SupportedSigningAlgs: algorithmNames(),
+			Now:                  func() time.Time { return o.Now().Add(-time.Duration(cfg.ClockSkew)) },
+		})
 		for _, s := range ic.Subjects {
 			if ns, ok := namespaceWildcard(s.Subject); ok {
 				is.byNS[ns] = s
@@ -178,54 +192,87 @@ func (a *Authenticator) Close() {
 
 // Authenticate verifies raw and maps it to an identity. It waits for an
 // issuer's keys only when the token names a key the cache does not hold,
-// and no longer than ctx allows.
+// and no longer than ctx allows. It checks a token's signature at most
+// once, with the one key its kid and alg select, and only after the
+// cheap checks (size, form, algorithm, issuer, audience, time claims)
+// passed.
 func (a *Authenticator) Authenticate(ctx context.Context, raw string) (Identity, *Error) {
 	now := a.now()
 	if id, ok := a.cache.get(raw, now, a.skew); ok {
 		return id, nil
 	}
+	id, err := a.verify(ctx, raw, now)
+	if err != nil {
+		// A remembered token that no longer verifies (its key was
+		// removed) is no longer Seen.
+		a.cache.forget(raw)
+		return Identity{}, err
+	}
+	return id, nil
+}
+
+func (a *Authenticator) verify(ctx context.Context, raw string, now time.Time) (Identity, *Error) {
 	t, err := parse(raw)
 	if err != nil {
 		return Identity{}, err
 	}
-	is, ok := a.issuers[t.claims.Iss]
+	is, ok := a.issuers[t.claims.Issuer]
 	if !ok {
 		return Identity{}, refuse(ReasonIssuer, "the token's issuer is not trusted by this Widget API")
-	}
-	keys, err := is.keys.keys(ctx, t.header.Kid, t.header.Alg)
-	if err != nil {
-		return Identity{}, err
-	}
-	verified := false
-	for _, k := range keys {
-		if t.verifySignature(k) {
-			verified = true
-			break
-		}
-	}
-	if !verified {
-		return Identity{}, refuse(ReasonSignature, "the token's signature is not valid")
 	}
 	if err := t.checkClaims(is.cfg.Audience, now, a.skew); err != nil {
 		return Identity{}, err
 	}
-	m, ok := is.subject(t.claims.Sub)
+	st := &verifyState{tok: t}
+	if _, verr := is.verifier.Verify(context.WithValue(ctx, verifyStateKey{}, st), raw); verr != nil {
+		if st.err != nil {
+			return Identity{}, st.err
+		}
+		var expired *oidc.TokenExpiredError
+		if errors.As(verr, &expired) {
+			return Identity{}, refuse(ReasonExpired, "the token has expired; get a new one")
+		}
+		// checkClaims passed, so go-oidc refused something it checks
+		// beyond them, such as a malformed distributed claim.
+		return Identity{}, refuse(ReasonMalformed, "the token's claims are not valid")
+	}
+	m, ok := is.subject(t.claims.Subject)
 	if !ok {
 		return Identity{}, refuse(ReasonUnmapped, "the token's subject is not mapped to a project; ask the Widget API's operator to map it")
 	}
 	id := Identity{
 		Issuer:  is.cfg.Issuer,
-		Subject: t.claims.Sub,
+		Subject: t.claims.Subject,
 		Project: m.Project,
 		Role:    m.Role,
 		Key:     sha256.Sum256([]byte("idtoken\x00" + is.cfg.Issuer + "\x00" + m.Subject)),
 	}
-	e := cachedIdentity{id: id, until: now.Add(CachedTokenTTL), exp: t.claims.Exp.time()}
-	if t.claims.Nbf != nil {
-		e.nbf = t.claims.Nbf.time()
+	e := cachedIdentity{id: id, until: now.Add(CachedTokenTTL), exp: t.claims.Expiry.Time()}
+	if t.claims.NotBefore != nil {
+		e.nbf = t.claims.NotBefore.Time()
 	}
 	a.cache.put(raw, e)
 	return id, nil
+}
+
+// Seen reports whether raw verified and mapped before and is still
+// remembered (among the last MaxCachedTokens, not past its exp and the
+// skew, and not refused since). Only its issuer can have signed such a
+// token, so presenting it is not a guess: a caller may let it skip a
+// throttle meant for guessers. Authenticate answers it from memory within
+// CachedTokenTTL of its last verification and verifies it again after
+// that, so each remembered token costs at most one signature check per
+// CachedTokenTTL, or one that fails, after which it is forgotten.
+func (a *Authenticator) Seen(raw string) bool {
+	return a.cache.seen(raw, a.now(), a.skew)
+}
+
+func algorithmNames() []string {
+	out := make([]string, len(algorithms))
+	for i, alg := range algorithms {
+		out[i] = string(alg)
+	}
+	return out
 }
 
 // subject returns the mapping of sub: its exact mapping, else the wildcard

@@ -242,12 +242,19 @@ func TestAuthenticate(t *testing.T) {
 			},
 			want: result{Reason: idtoken.ReasonUnknownKey},
 		},
-		"NoKid": {
-			reason: "Without a kid every published key of the token's type is tried.",
+		"NoKidOneFittingKey": {
+			reason: "A token without a kid is verified with the one published key that fits its algorithm.",
+			token: func(t *testing.T) string {
+				return idtokentest.SignHeader(t, k["ec"], map[string]any{"alg": "ES256"}, claims())
+			},
+			want: result{Project: "platform", Role: idtoken.RoleEditor},
+		},
+		"NoKidTwoFittingKeys": {
+			reason: "A token without a kid is refused when more than one published key fits its algorithm, rather than tried against each.",
 			token: func(t *testing.T) string {
 				return idtokentest.SignHeader(t, k["rsa2"], map[string]any{"alg": "RS256"}, claims())
 			},
-			want: result{Project: "platform", Role: idtoken.RoleEditor},
+			want: result{Reason: idtoken.ReasonUnknownKey},
 		},
 		"CriticalHeader": {
 			reason: "A header with crit extensions is refused.",
@@ -473,7 +480,9 @@ func TestCachedTokenExpires(t *testing.T) {
 	if _, err := a.Authenticate(context.Background(), raw); err != nil {
 		t.Fatal(err)
 	}
-	clk.Add(10*time.Second + idtoken.DefaultClockSkew)
+	// NumericDates are whole seconds, and a token is valid up to and
+	// including exp plus the skew.
+	clk.Add(10*time.Second + idtoken.DefaultClockSkew + time.Second)
 	if _, err := a.Authenticate(context.Background(), raw); err == nil || err.Reason != idtoken.ReasonExpired {
 		t.Errorf("a cached token past its exp and the skew: want expired, got %v", err)
 	}

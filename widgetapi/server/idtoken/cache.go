@@ -35,6 +35,9 @@ type cachedIdentity struct {
 	id       Identity
 	until    time.Time // when the cache stops trusting it
 	exp, nbf time.Time // the token's; nbf zero when it has none
+	// refused is set when the token failed verification after it was
+	// remembered: it is neither trusted nor seen until it verifies again.
+	refused bool
 }
 
 func newVerifiedCache(maxEntries int) *verifiedCache {
@@ -46,10 +49,32 @@ func (c *verifiedCache) get(raw string, now time.Time, skew time.Duration) (Iden
 	c.mu.Lock()
 	e, ok := c.m[k]
 	c.mu.Unlock()
-	if !ok || !now.Before(e.until) || !now.Before(e.exp.Add(skew)) || (!e.nbf.IsZero() && now.Add(skew).Before(e.nbf)) {
+	if !ok || e.refused || !now.Before(e.until) || !now.Before(e.exp.Add(skew)) || (!e.nbf.IsZero() && now.Add(skew).Before(e.nbf)) {
 		return Identity{}, false
 	}
 	return e.id, true
+}
+
+// seen reports whether raw is remembered, not refused since, and not past
+// its exp and the skew, however long ago it was verified.
+func (c *verifiedCache) seen(raw string, now time.Time, skew time.Duration) bool {
+	k := sha256.Sum256([]byte(raw))
+	c.mu.Lock()
+	e, ok := c.m[k]
+	c.mu.Unlock()
+	return ok && !e.refused && now.Before(e.exp.Add(skew))
+}
+
+// forget marks raw refused, if it is remembered. The entry keeps its place
+// in the eviction order.
+func (c *verifiedCache) forget(raw string) {
+	k := sha256.Sum256([]byte(raw))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[k]; ok {
+		e.refused = true
+		c.m[k] = e
+	}
 }
 
 func (c *verifiedCache) put(raw string, e cachedIdentity) {

@@ -5,6 +5,15 @@
 // static JWKS file), its issuer, audience, expiry and not-before, and maps
 // its subject to a project and a role.
 //
+// The JOSE work is the libraries': go-jose parses tokens and keys and
+// verifies signatures, and go-oidc's IDTokenVerifier checks the verified
+// token's issuer, audience and expiry. What this package adds are the
+// bounds around them: fetching keys (sizes, timeouts, redirects, how often),
+// which keys a JWKS may hold (count, types, RSA sizes and exponent), which
+// one key may verify a token (kid and alg select exactly one), the checks
+// go-oidc leaves out (exp required, nbf and iat within the skew), and the
+// cache of verified tokens.
+//
 // Only asymmetric algorithms are accepted (RS*, PS*, ES*, EdDSA), and each
 // only with a key of its own type, so neither "alg": "none" nor HS256 keyed
 // with a public key can pass. Keys are cached per issuer and refetched when
@@ -16,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -58,7 +68,8 @@ const (
 	// document.
 	MaxJWKSBytes      = 256 << 10
 	MaxDiscoveryBytes = 64 << 10
-	// MaxKeys bounds the keys of one JWKS.
+	// MaxKeys bounds the keys of one JWKS; parsing stops at the first key
+	// past it.
 	MaxKeys = 64
 	// MaxTokenBytes bounds a token.
 	MaxTokenBytes = 16 << 10
@@ -267,8 +278,16 @@ func checkURL(s string) error {
 	return fmt.Errorf("%q must be https (http only to a loopback host)", s)
 }
 
+// isLoopback reports whether host is the name "localhost" or a loopback
+// IP address (127.0.0.0/8, ::1). The host is parsed as an address, not
+// matched as text: "127.0.0.1.nip.io" is a DNS name anyone can point
+// anywhere.
 func isLoopback(host string) bool {
-	return host == "localhost" || strings.HasPrefix(host, "127.") || host == "::1"
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Zone() == "" && ip.IsLoopback()
 }
 
 const saPrefix = "system:serviceaccount:"

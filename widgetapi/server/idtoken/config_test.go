@@ -62,6 +62,28 @@ func TestLoadConfig(t *testing.T) {
 			yaml:   "issuers:\n- issuer: https://i\n  audience: a\n  keys: {jwksURL: 'http://keys.example/jwks'}\n  subjects: [{subject: me, project: p, role: editor}]\n",
 			err:    "must be https",
 		},
+		"LoopbackIPv4": {
+			reason: "Plain HTTP to a loopback address.",
+			yaml:   "issuers:\n- issuer: https://i\n  audience: a\n  keys: {jwksURL: 'http://127.0.0.1:8080/jwks'}\n  subjects: [{subject: me, project: p, role: editor}]\n",
+		},
+		"LoopbackIPv6": {
+			reason: "Plain HTTP to the IPv6 loopback address.",
+			yaml:   "issuers:\n- issuer: https://i\n  audience: a\n  keys: {jwksURL: 'http://[::1]:8080/jwks'}\n  subjects: [{subject: me, project: p, role: editor}]\n",
+		},
+		"Localhost": {
+			reason: "Plain HTTP to the name localhost.",
+			yaml:   "issuers:\n- issuer: https://i\n  audience: a\n  keys: {jwksURL: 'http://localhost:8080/jwks'}\n  subjects: [{subject: me, project: p, role: editor}]\n",
+		},
+		"NameThatLooksLikeLoopback": {
+			reason: "A DNS name that starts like a loopback address resolves wherever its owner points it: not loopback.",
+			yaml:   "issuers:\n- issuer: https://i\n  audience: a\n  keys: {jwksURL: 'http://127.0.0.1.nip.io/keys'}\n  subjects: [{subject: me, project: p, role: editor}]\n",
+			err:    "must be https",
+		},
+		"DiscoveryNameThatLooksLikeLoopback": {
+			reason: "The same holds for a discovery URL.",
+			yaml:   "issuers:\n- issuer: https://i\n  audience: a\n  keys: {discovery: true, discoveryURL: 'http://127.evil.example'}\n  subjects: [{subject: me, project: p, role: editor}]\n",
+			err:    "must be https",
+		},
 		"Skew": {
 			reason: "Clock skew is bounded.",
 			yaml:   "clockSkew: 1h\n" + head + "  - {subject: me, project: p, role: editor}\n",

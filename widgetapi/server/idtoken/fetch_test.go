@@ -135,7 +135,7 @@ func TestJWKSEndpoints(t *testing.T) {
 		"WeakRSA": {
 			reason:   "A 1008-bit RSA key fails the whole set.",
 			serve:    func(w http.ResponseWriter, _ *http.Request, _ string) { _, _ = w.Write([]byte(weak)) },
-			fetchErr: "2048 to 8192 bits",
+			fetchErr: "2048 to 4096 bits",
 		},
 		"PrivateKey": {
 			reason:   "A set that publishes a private key is refused.",

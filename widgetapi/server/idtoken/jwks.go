@@ -1,27 +1,28 @@
 package idtoken
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rsa"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
+	"io"
+
+	jose "github.com/go-jose/go-jose/v4"
 )
 
-// RSA key sizes accepted in a JWKS: smaller keys are weak, larger ones make
-// every verification expensive.
+// RSA keys accepted in a JWKS. Smaller keys are weak; larger ones, or a
+// larger public exponent, make every verification more expensive without
+// making a key safer (RSA verification costs grow with the modulus and
+// with the exponent's bits), and e = 65537 is what every issuer uses.
 const (
-	minRSABits = 2048
-	maxRSABits = 8192
+	MinRSABits  = 2048
+	MaxRSABits  = 4096
+	RSAExponent = 65537
 )
-
-// b64 is the strict unpadded base64url of JOSE.
-var b64 = base64.RawURLEncoding.Strict()
 
 // A publicKey is one usable key of a JWKS.
 type publicKey struct {
@@ -33,56 +34,65 @@ type publicKey struct {
 // keySet is a parsed JWKS.
 type keySet []publicKey
 
-// jwk is a JSON Web Key as published: only public members are read.
-type jwk struct {
-	Kty string `json:"kty"`
-	Kid string `json:"kid"`
-	Use string `json:"use"`
-	Alg string `json:"alg"`
-	N   string `json:"n"`
-	E   string `json:"e"`
-	Crv string `json:"crv"`
-	X   string `json:"x"`
-	Y   string `json:"y"`
-	D   string `json:"d"`
-}
-
-// parseJWKS parses a JWKS document. Keys that are not for signatures, or of
-// a type or curve this package does not verify with, are skipped; a key that
-// claims a supported type but is malformed or weak fails the whole document,
-// as does a document with no usable key or more than MaxKeys.
+// parseJWKS parses a JWKS document as a stream, one key at a time, and stops
+// at the first key past MaxKeys: a document of many small entries costs
+// MaxKeys+1 of them, not one allocation per entry. go-jose parses each key.
+// Keys that are not for signatures, or of a type or curve this package does
+// not verify with, are skipped; a key that claims a supported type but is
+// malformed, weak or too expensive fails the whole document, as does a
+// document with no usable key or more than MaxKeys.
 func parseJWKS(b []byte) (keySet, error) {
 	if len(b) > MaxJWKSBytes {
 		return nil, fmt.Errorf("the JWKS is larger than %d bytes", MaxJWKSBytes)
 	}
-	var doc struct {
-		Keys []jwk `json:"keys"`
+	errShape := errors.New("the JWKS is not a JSON object with keys")
+	d := json.NewDecoder(bytes.NewReader(b))
+	if !isDelim(d, '{') {
+		return nil, errShape
 	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, errors.New("the JWKS is not a JSON object with keys")
-	}
-	if len(doc.Keys) > MaxKeys {
-		return nil, fmt.Errorf("the JWKS has %d keys, more than %d", len(doc.Keys), MaxKeys)
-	}
-	set := make(keySet, 0, len(doc.Keys))
-	for i, k := range doc.Keys {
-		if k.Use != "" && k.Use != "sig" {
-			continue
-		}
-		if k.D != "" {
-			return nil, fmt.Errorf("keys[%d] holds a private key: refusing to use a JWKS that leaks one", i)
-		}
-		pub, err := k.publicKey()
-		if errors.Is(err, errUnsupported) {
-			continue
-		}
+	var set keySet
+	seenKeys := false
+	for d.More() {
+		name, err := d.Token()
 		if err != nil {
-			return nil, fmt.Errorf("keys[%d]: %w", i, err)
+			return nil, errShape
 		}
-		if k.Alg != "" && !algFits(k.Alg, pub) {
-			return nil, fmt.Errorf("keys[%d]: alg %.32q does not fit a key of type %s", i, k.Alg, k.Kty)
+		if name != "keys" {
+			// Another member: skip its value, whatever it is.
+			if err := d.Decode(&json.RawMessage{}); err != nil {
+				return nil, errShape
+			}
+			continue
 		}
-		set = append(set, publicKey{kid: k.Kid, alg: k.Alg, key: pub})
+		if seenKeys || !isDelim(d, '[') {
+			return nil, errShape
+		}
+		seenKeys = true
+		for i := 0; d.More(); i++ {
+			if i == MaxKeys {
+				return nil, fmt.Errorf("the JWKS has more than %d keys", MaxKeys)
+			}
+			var raw json.RawMessage
+			if err := d.Decode(&raw); err != nil {
+				return nil, errShape
+			}
+			k, err := parseJWK(raw)
+			if err != nil {
+				return nil, fmt.Errorf("keys[%d]: %w", i, err)
+			}
+			if k != nil {
+				set = append(set, *k)
+			}
+		}
+		if !isDelim(d, ']') {
+			return nil, errShape
+		}
+	}
+	if !isDelim(d, '}') {
+		return nil, errShape
+	}
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
+		return nil, errShape
 	}
 	if len(set) == 0 {
 		return nil, errors.New("the JWKS has no usable signing key")
@@ -90,69 +100,65 @@ func parseJWKS(b []byte) (keySet, error) {
 	return set, nil
 }
 
-var errUnsupported = errors.New("unsupported key type")
-
-func (k jwk) publicKey() (crypto.PublicKey, error) {
-	switch k.Kty {
-	case "RSA":
-		return k.rsa()
-	case "EC":
-		return k.ec()
-	case "OKP":
-		if k.Crv != "Ed25519" {
-			return nil, errUnsupported
-		}
-		x, err := b64.DecodeString(k.X)
-		if err != nil || len(x) != ed25519.PublicKeySize {
-			return nil, errors.New("an Ed25519 key's x must be 32 bytes of base64url")
-		}
-		return ed25519.PublicKey(x), nil
-	default:
-		return nil, errUnsupported
-	}
+// isDelim reads the next token and reports whether it is delim.
+func isDelim(d *json.Decoder, delim json.Delim) bool {
+	t, err := d.Token()
+	return err == nil && t == delim
 }
 
-func (k jwk) rsa() (*rsa.PublicKey, error) {
-	n, err := b64.DecodeString(k.N)
-	if err != nil || len(n) == 0 || n[0] == 0 {
-		return nil, errors.New("an RSA key's n must be base64url without leading zeros")
+// parseJWK parses one key: nil for a key to skip.
+func parseJWK(raw json.RawMessage) (*publicKey, error) {
+	// What decides whether go-jose sees the key at all.
+	var head struct {
+		Kty string          `json:"kty"`
+		Use string          `json:"use"`
+		D   json.RawMessage `json:"d"`
 	}
-	e, err := b64.DecodeString(k.E)
-	if err != nil || len(e) == 0 || len(e) > 4 || e[0] == 0 {
-		return nil, errors.New("an RSA key's e must be base64url of at most 4 bytes without leading zeros")
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return nil, errors.New("not a JSON object with string kty and use")
 	}
-	pub := &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(new(big.Int).SetBytes(e).Int64())}
-	if bits := pub.N.BitLen(); bits < minRSABits || bits > maxRSABits {
-		return nil, fmt.Errorf("an RSA key must have %d to %d bits, not %d", minRSABits, maxRSABits, bits)
+	if head.Use != "" && head.Use != "sig" {
+		return nil, nil //nolint:nilnil // skipped, not an error
 	}
-	if pub.E < 3 || pub.E%2 == 0 || pub.E > 1<<31-1 {
-		return nil, errors.New("an RSA key's e must be odd and at least 3")
+	if head.D != nil {
+		return nil, errors.New("holds a private key: refusing to use a JWKS that leaks one")
 	}
-	return pub, nil
-}
-
-func (k jwk) ec() (*ecdsa.PublicKey, error) {
-	var c elliptic.Curve
-	switch k.Crv {
-	case "P-256":
-		c = elliptic.P256()
-	case "P-384":
-		c = elliptic.P384()
-	case "P-521":
-		c = elliptic.P521()
+	switch head.Kty {
+	case "RSA", "EC", "OKP":
 	default:
-		return nil, errUnsupported
+		return nil, nil //nolint:nilnil // symmetric or unknown types are skipped (RFC 7517 section 5)
 	}
-	size := (c.Params().BitSize + 7) / 8
-	x, errX := b64.DecodeString(k.X)
-	y, errY := b64.DecodeString(k.Y)
-	if errX != nil || errY != nil || len(x) != size || len(y) != size {
-		return nil, fmt.Errorf("an EC key's x and y must each be %d bytes of base64url", size)
+	var k jose.JSONWebKey
+	if err := k.UnmarshalJSON(raw); err != nil {
+		// go-jose answers ErrUnsupportedKeyType for curves it does not
+		// know, which are skipped, and for RSA moduli over its
+		// MaxRSAModulusBits (4096, MaxRSABits), which are refused with
+		// this package's reason (TestRSABounds pins it).
+		if errors.Is(err, jose.ErrUnsupportedKeyType) {
+			if head.Kty == "RSA" {
+				return nil, fmt.Errorf("an RSA key must have %d to %d bits", MinRSABits, MaxRSABits)
+			}
+			return nil, nil //nolint:nilnil // an unknown curve is skipped
+		}
+		return nil, fmt.Errorf("not a valid %s key: %w", head.Kty, err)
 	}
-	point := append(append([]byte{4}, x...), y...)
-	pub, err := ecdsa.ParseUncompressedPublicKey(c, point)
-	if err != nil {
-		return nil, errors.New("an EC key's point is not on its curve")
+	if !k.IsPublic() {
+		return nil, errors.New("holds a private key: refusing to use a JWKS that leaks one")
 	}
-	return pub, nil
+	switch pub := k.Key.(type) {
+	case *rsa.PublicKey:
+		if bits := pub.N.BitLen(); bits < MinRSABits || bits > MaxRSABits {
+			return nil, fmt.Errorf("an RSA key must have %d to %d bits, not %d", MinRSABits, MaxRSABits, bits)
+		}
+		if pub.E != RSAExponent {
+			return nil, fmt.Errorf("an RSA key's exponent e must be %d", RSAExponent)
+		}
+	case *ecdsa.PublicKey, ed25519.PublicKey:
+	default:
+		return nil, nil //nolint:nilnil // a type this package does not verify with
+	}
+	if k.Algorithm != "" && !algFits(k.Algorithm, k.Key) {
+		return nil, fmt.Errorf("alg %.32q does not fit a key of type %s", k.Algorithm, head.Kty)
+	}
+	return &publicKey{kid: k.KeyID, alg: k.Algorithm, key: k.Key}, nil
 }

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
 )
 
 // A Fetcher gets an issuer's JWKS document. Implementations must honour
@@ -57,49 +59,96 @@ type snapshot struct {
 }
 
 // candidates returns the keys that may have signed a token with this kid
-// and alg: the keys with that kid, or, for a token without a kid, every key
-// that fits alg.
+// and alg: the keys of that kid (any kid, for a token without one) that
+// fit alg.
 func (s *snapshot) candidates(kid, alg string) keySet {
 	if s == nil {
 		return nil
 	}
 	var out keySet
 	for _, k := range s.keys {
-		if (kid == "" || k.kid == kid) && algFits(alg, k.key) {
+		if (kid == "" || k.kid == kid) && (k.alg == "" || k.alg == alg) && algFits(alg, k.key) {
 			out = append(out, k)
 		}
 	}
 	return out
 }
 
-// keys returns the keys that may verify a token with kid and alg. When it
-// has none it starts a fetch, unless one ran less than minInterval ago, and
-// waits for it, or for ctx. A set older than maxAge is served as it is while
-// a fetch renews it in the background.
-func (k *issuerKeys) keys(ctx context.Context, kid, alg string) (keySet, *Error) {
+// key returns the one key that may verify a token with kid and alg. When
+// it has none it starts a fetch, unless one ran less than minInterval ago,
+// and waits for it, or for ctx. A set older than maxAge is served as it is
+// while a fetch renews it in the background. A token that more than one
+// key fits is refused rather than tried against each: without the rule a
+// token without a kid, or under a kid the issuer repeats, would cost one
+// signature check per published key.
+func (k *issuerKeys) key(ctx context.Context, kid, alg string) (publicKey, *Error) {
 	snap := k.cur.Load()
-	if c := snap.candidates(kid, alg); len(c) > 0 {
-		if k.now().Sub(snap.at) > k.maxAge {
-			k.refresh()
-		}
-		return c, nil
+	c := snap.candidates(kid, alg)
+	if len(c) > 0 && k.now().Sub(snap.at) > k.maxAge {
+		k.refresh()
 	}
-	done := k.refresh()
-	if done != nil {
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return nil, refuse(ReasonKeysUnavailable, "the issuer's keys could not be fetched in time; retry later")
-		}
-		snap = k.cur.Load()
-		if c := snap.candidates(kid, alg); len(c) > 0 {
-			return c, nil
+	if len(c) == 0 {
+		if done := k.refresh(); done != nil {
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return publicKey{}, refuse(ReasonKeysUnavailable, "the issuer's keys could not be fetched in time; retry later")
+			}
+			snap = k.cur.Load()
+			c = snap.candidates(kid, alg)
 		}
 	}
-	if snap == nil {
-		return nil, refuse(ReasonKeysUnavailable, "the issuer's keys are not available; retry later")
+	switch {
+	case len(c) == 1:
+		return c[0], nil
+	case len(c) > 1 && kid == "":
+		return publicKey{}, refuse(ReasonUnknownKey, "the token names no kid and the issuer publishes more than one key for its algorithm; a token must name its key")
+	case len(c) > 1:
+		return publicKey{}, refuse(ReasonUnknownKey, "the issuer publishes more than one key under the token's kid and algorithm; ask the issuer to give each key its own kid")
+	case snap == nil:
+		return publicKey{}, refuse(ReasonKeysUnavailable, "the issuer's keys are not available; retry later")
+	default:
+		return publicKey{}, refuse(ReasonUnknownKey, "no key of the issuer matches the token's kid and alg")
 	}
-	return nil, refuse(ReasonUnknownKey, "no key of the issuer matches the token's kid and alg")
+}
+
+// verifyState carries one Authenticate call's parsed token to
+// VerifySignature, which go-oidc calls with the raw token only, and brings
+// back the refusal, which go-oidc would flatten into a string.
+type verifyState struct {
+	tok *token
+	err *Error
+}
+
+type verifyStateKey struct{}
+
+var _ oidc.KeySet = (*issuerKeys)(nil)
+
+// VerifySignature implements go-oidc's KeySet over the keys this package
+// fetches and bounds itself (size, key count, key sizes, fetch timeout,
+// refetch interval): it picks the one key that fits the token's kid and alg
+// and has go-jose verify the signature with it. It returns the payload
+// that signature covers.
+func (k *issuerKeys) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
+	st, _ := ctx.Value(verifyStateKey{}).(*verifyState)
+	if st == nil || st.tok.raw != raw {
+		t, err := parse(raw)
+		if err != nil {
+			return nil, err
+		}
+		st = &verifyState{tok: t}
+	}
+	key, err := k.key(ctx, st.tok.kid, st.tok.alg)
+	if err != nil {
+		st.err = err
+		return nil, err
+	}
+	payload, verr := st.tok.jws.Verify(key.key)
+	if verr != nil {
+		st.err = refuse(ReasonSignature, "the token's signature is not valid")
+		return nil, st.err
+	}
+	return payload, nil
 }
 
 // refresh starts a fetch unless one is running (whose done channel it
