@@ -152,7 +152,8 @@ func (a adoptionState) takenOver() bool {
 }
 
 // checkAdoption rejects an adoption the provider's review refused: no
-// widget of that name, or one that another resource manages. The errors
+// widget of that name, one that another resource manages, or one another
+// namespace released (and so keeps reserved). The errors
 // name no other tenant, whatever the review says (a cluster-scoped Widget,
 // which a legacy XR composes, may see who owns the widget).
 func checkAdoption(ctx context.Context, x xwidget, s settings, obs observedResources) error {
@@ -165,7 +166,9 @@ func checkAdoption(ctx context.Context, x xwidget, s settings, obs observedResou
 	case commonv1beta1.ReasonNotFound:
 		msg = "no widget of this name exists in the Widget API (in the project of this XWidget's ProviderConfig): check the name. spec.adopt.name cannot change, so delete this XWidget and create it again with the right name; nothing was created or changed"
 	case commonv1beta1.ReasonOutOfReach, commonv1beta1.ReasonManagedByAnother:
-		msg = "the widget is managed by another resource, so it cannot be adopted: adopt a widget that no resource manages (one created directly in the Widget API, or one left by an XWidget deleted with spec.onDelete: KeepWidget); nothing was changed"
+		msg = "the widget is managed by another resource, so it cannot be adopted: adopt a widget that no resource manages (one created directly in the Widget API, or one an XWidget of this namespace left with spec.onDelete: KeepWidget); nothing was changed"
+	case commonv1beta1.ReasonReserved:
+		msg = "the widget was released by a resource of another namespace and stays reserved for that namespace, so it cannot be adopted here: if it was handed over to you, ask your platform team to remove the label widgetco.io/released-by from the widget; nothing was changed"
 	default:
 		return nil
 	}

@@ -147,6 +147,13 @@ func TestAdoption(t *testing.T) {
 			}},
 			want: want{fatal: `spec.adopt.name: Invalid value: "legacy-web": the widget is managed by another resource`, hides: []string{"team-b", "outside namespace"}},
 		},
+		"Reserved": {
+			reason: "A widget another namespace released is refused on spec.adopt.name, naming neither that namespace nor the releaser, and says who can lift the reservation.",
+			req: testRequest{xr: nsXR(adopting("Review")), input: policyInput(), observed: map[string]*fnv1.Resource{
+				"widget": observed(nsWidget(review("False", "Reserved", "Widget legacy-web was released by a resource outside namespace team-a and stays reserved for its namespace.")), nil),
+			}},
+			want: want{fatal: `spec.adopt.name: Invalid value: "legacy-web": the widget was released by a resource of another namespace and stays reserved for that namespace, so it cannot be adopted here: if it was handed over to you, ask your platform team to remove the label widgetco.io/released-by`, hides: []string{"team-b", "outside namespace"}},
+		},
 		"AdoptedByAnotherXWidget": {
 			reason: "A widget another XWidget adopted is refused.",
 			req: testRequest{xr: nsXR(adopting("Manage")), input: policyInput(), observed: map[string]*fnv1.Resource{

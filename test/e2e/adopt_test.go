@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
@@ -18,8 +20,9 @@ import (
 // TestAdoptThroughXWidget is the app team's day two: a widget created
 // directly in the Widget API is adopted through an XWidget (a review that
 // changes nothing, then a takeover that repairs it and creates the XWidget's
-// own key), kept when the XWidget is deleted (released: unmarked), adopted
-// again from another namespace; then the first team tries to adopt the
+// own key), kept when the XWidget is deleted (released: unmarked and
+// reserved for its namespace), adopted again from another namespace once
+// the platform team removes the reservation; then the first team tries to adopt the
 // other team's widget and is refused without learning who owns it, and the
 // adopted name cannot be changed.
 func TestAdoptThroughXWidget(t *testing.T) {
@@ -116,7 +119,16 @@ func TestAdoptThroughXWidget(t *testing.T) {
 	})
 	t.Logf("Keep: after the delete, widget %s is %s, %s, owner marker %q; keys %v", name, got.State, got.Size, got.Labels[ownerLabel], keys)
 
-	// Another namespace adopts the released widget.
+	// The platform team removes the reservation; another namespace adopts
+	// the released widget.
+	if got.Labels[commonv1beta1.OwnershipLabelPrefix+"released-by"] != s.ns {
+		t.Errorf("the released widget is not reserved for namespace %s: labels %v", s.ns, got.Labels)
+	}
+	unreserved := maps.Clone(got.Labels)
+	delete(unreserved, commonv1beta1.OwnershipLabelPrefix+"released-by")
+	if _, err := suite.api.ReplaceWidget(s.ctx, name, widgetapi.ReplaceWidgetRequest{Size: got.Size, Labels: unreserved, Description: got.Description}); err != nil {
+		t.Fatal(err)
+	}
 	b := s.neighbour("b")
 	xb := b.xwidget("adopter", map[string]any{"size": "medium", "keys": int64(0),
 		"adopt": map[string]any{"name": name, "mode": "Manage"}})

@@ -28,4 +28,9 @@ const (
 	// its namespace, or any resource for a cluster-scoped Widget) manages
 	// the widget, so a takeover would be refused.
 	ReasonManagedByAnother xpv2.ConditionReason = "ManagedByAnother"
+	// ReasonReserved: no resource manages the widget, but a resource
+	// outside the namespace of this namespaced Widget released it, and it
+	// stays reserved for the releaser's namespace. The message names
+	// neither.
+	ReasonReserved xpv2.ConditionReason = "Reserved"
 )

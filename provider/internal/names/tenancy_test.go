@@ -12,6 +12,13 @@ import (
 // name: "n_" + 50 characters + "." does not survive shortening to 63.
 var long50 = "team-" + strings.Repeat("x", 45)
 
+// alpha and bravo are two 55-character namespaces that share their first 50
+// characters, as in finding M4 of issue 42.
+const (
+	alpha = "team-payments-europe-west-production-cluster-00001alpha"
+	bravo = "team-payments-europe-west-production-cluster-00001bravo"
+)
+
 func TestMarkers(t *testing.T) {
 	cases := map[string]struct {
 		reason string
@@ -26,7 +33,22 @@ func TestMarkers(t *testing.T) {
 		"LongNamespace": {
 			reason: "A namespace the shortened marker cannot hold is recorded in the namespace label.",
 			mg:     nsWidget(long50, "web-frontend-server"),
-			want:   map[string]string{OwnerLabel: "n_" + long50 + "-54a89b8a0d", OwnerNamespaceLabel: long50},
+			want:   map[string]string{OwnerLabel: "n_team-xxxxxxxxxxxxxxxxxxxxxxxxxxxxx-ksujxcqnecjiryu6sqsiydkqme", OwnerNamespaceLabel: long50},
+		},
+		"SharedPrefixAlpha": {
+			reason: "A shortened marker keeps 36 characters and 128 bits of a hash of namespace and name (26 base32 characters), and the whole namespace.",
+			mg:     nsWidget(alpha, "web-frontend"),
+			want:   map[string]string{OwnerLabel: "n_team-payments-europe-west-producti-3xtxxpzum324b3gt5cqlulblli", OwnerNamespaceLabel: alpha},
+		},
+		"SharedPrefixBravo": {
+			reason: "A namespace that shares alpha's first 50 characters shares the marker's head, not its hash.",
+			mg:     nsWidget(bravo, "web-frontend"),
+			want:   map[string]string{OwnerLabel: "n_team-payments-europe-west-producti-2wfpfaktjkgmkgbegjqgihpkoe", OwnerNamespaceLabel: bravo},
+		},
+		"LongClusterName": {
+			reason: "A long cluster-scoped name is shortened the same way.",
+			mg:     clWidget("a-very-long-cluster-scoped-widget-name-that-does-not-fit-anywhere"),
+			want:   map[string]string{OwnerLabel: "c_a-very-long-cluster-scoped-widget-55hstk4lu6sccbyw32atveshrm"},
 		},
 		"LongNameOnly": {
 			reason: "A long name is shortened after the namespace, which stays readable: one label.",
@@ -61,7 +83,10 @@ func TestOwnerNamespace(t *testing.T) {
 		wantOK bool
 	}{
 		"Marker":        {reason: "A namespaced marker names the namespace before its first '.'.", labels: map[string]string{OwnerLabel: "n_team-a.web.x"}, want: "team-a", wantOK: true},
-		"Label":         {reason: "The namespace label wins over the marker.", labels: map[string]string{OwnerLabel: "n_team-a.web", OwnerNamespaceLabel: "team-b"}, want: "team-b", wantOK: true},
+		"Label":         {reason: "A marker shortened before its '.' names its namespace in the namespace label.", labels: map[string]string{OwnerLabel: "n_team-payments-europe-west-producti-3xtxxpzum324b3gt5cqlulblli", OwnerNamespaceLabel: alpha}, want: alpha, wantOK: true},
+		"SameInBoth":    {reason: "A namespace label that repeats what the marker spells out is the same namespace.", labels: map[string]string{OwnerLabel: "n_team-a.web", OwnerNamespaceLabel: "team-a"}, want: "team-a", wantOK: true},
+		"Disagree":      {reason: "A namespace label that contradicts the marker is forged: neither is believed.", labels: map[string]string{OwnerLabel: "n_team-a.web", OwnerNamespaceLabel: "team-b"}},
+		"ClusterLabel":  {reason: "A namespace label on a cluster-scoped marker names no namespace.", labels: map[string]string{OwnerLabel: "c_web", OwnerNamespaceLabel: "team-a"}},
 		"Shortened":     {reason: "A marker shortened before its '.' cannot say.", labels: map[string]string{OwnerLabel: "n_team-" + strings.Repeat("x", 45) + "-0123456789"}},
 		"Cluster":       {reason: "A cluster-scoped marker has no namespace.", labels: map[string]string{OwnerLabel: "c_web"}},
 		"Foreign":       {reason: "A marker this provider did not write has no namespace.", labels: map[string]string{OwnerLabel: "terraform"}},
@@ -93,6 +118,21 @@ func TestReaches(t *testing.T) {
 		"Unowned":         {reason: "An unowned widget is out of a namespace's reach.", mg: nsWidget("team-a", "key"), labels: map[string]string{"team": "a"}},
 		"LabelOnly":       {reason: "A long namespace is read from the namespace label.", mg: nsWidget(long50, "key"), labels: Markers(nsWidget(long50, "web-frontend-server")), want: true},
 		"LongOtherNS":     {reason: "A long namespace label naming another namespace is out of reach.", mg: nsWidget(long50+"y", "key"), labels: Markers(nsWidget(long50, "web-frontend-server"))},
+		"CollidingMarker": {
+			reason: "Finding M4: a name of bravo whose (40-bit) marker equals the one on alpha's widget does not reach it: the widget's namespace is alpha.",
+			mg:     nsWidget(bravo, "probe-000001"),
+			labels: map[string]string{OwnerLabel: "n_team-payments-europe-west-production-cluster-00001-b89f23b543", OwnerNamespaceLabel: alpha},
+		},
+		"ForgedNamespace": {
+			reason: "A marker equal to the resource's own under a namespace label that names another namespace is not reached.",
+			mg:     nsWidget("team-a", "key"),
+			labels: map[string]string{OwnerLabel: "n_team-a.key", OwnerNamespaceLabel: "team-b"},
+		},
+		"SharedPrefixOther": {
+			reason: "Alpha's widget is out of reach of a resource of bravo with the same name.",
+			mg:     nsWidget(bravo, "web-frontend"),
+			labels: map[string]string{OwnerLabel: "n_team-payments-europe-west-producti-3xtxxpzum324b3gt5cqlulblli", OwnerNamespaceLabel: alpha},
+		},
 		"ClusterResource": {reason: "A cluster-scoped resource reaches anything its ProviderConfig reaches.", mg: clWidget("key"), labels: map[string]string{OwnerLabel: "n_team-b.web"}, want: true},
 		"ClusterUnowned":  {reason: "A cluster-scoped resource reaches unowned widgets.", mg: clWidget("key"), want: true},
 	}

@@ -78,8 +78,10 @@ func (e *env) ownerOf(name string) string {
 }
 
 // TestOrphanReleasesWidget: deleting a Widget whose policies keep the
-// widget removes its ownership marker, so that a resource with another name
-// adopts it, in the same namespace and then in another one.
+// widget removes its ownership marker and reserves the widget for its
+// namespace, so that a resource with another name adopts it in the same
+// namespace; another namespace only once the platform team removes the
+// reservation.
 func TestOrphanReleasesWidget(t *testing.T) {
 	e := newEnv(t)
 	e.providerConfig()
@@ -94,8 +96,8 @@ func TestOrphanReleasesWidget(t *testing.T) {
 		t.Errorf("owner after orphaning: want none, got %q", got)
 	}
 	w, _ := e.client().GetWidget(e.ctx(), "kept-web")
-	if w.Labels["team"] != "a" || w.Size != "medium" {
-		t.Errorf("orphaning changed more than the marker: %+v", w)
+	if w.Labels["team"] != "a" || w.Size != "medium" || w.Labels["widgetco.io/released-by"] != e.ns {
+		t.Errorf("orphaning changed more than the marker, or did not reserve the widget for %s: %+v", e.ns, w)
 	}
 
 	// Another name, same namespace: adopted.
@@ -106,7 +108,9 @@ func TestOrphanReleasesWidget(t *testing.T) {
 	}
 	e.deleteAndWait(e.ns, "other")
 
-	// Another namespace: adopted too, since orphaning made it unowned.
+	// Another namespace: refused while the widget is reserved for the
+	// namespace that released it, adopted once the platform team removes
+	// the reservation.
 	nsB := e.secondNamespace()
 	b := &nsv1beta1.Widget{
 		ObjectMeta: metav1.ObjectMeta{Namespace: nsB, Name: "web", Annotations: map[string]string{meta.AnnotationKeyExternalName: "kept-web"}},
@@ -114,6 +118,22 @@ func TestOrphanReleasesWidget(t *testing.T) {
 	}
 	b.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "default"}
 	e.create(b)
+	e.eventually(60*time.Second, "team b to be refused the reserved widget", func() (bool, string) {
+		got := &nsv1beta1.Widget{}
+		if err := suite.kube.Get(e.ctx(), types.NamespacedName{Namespace: nsB, Name: "web"}, got); err != nil {
+			return false, err.Error()
+		}
+		c := got.GetCondition(xpv2.TypeSynced)
+		return c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "reserved for the namespace that released it"), condition(got, xpv2.TypeSynced)
+	})
+	if got := e.ownerOf("kept-web"); got != "" {
+		t.Errorf("owner after team b's refused adoption: want none, got %q", got)
+	}
+	w, _ = e.client().GetWidget(e.ctx(), "kept-web")
+	delete(w.Labels, "widgetco.io/released-by")
+	if _, err := e.client().ReplaceWidget(e.ctx(), "kept-web", widgetapi.ReplaceWidgetRequest{Size: w.Size, Labels: w.Labels, Description: w.Description}); err != nil {
+		t.Fatalf("cannot remove the reservation: %v", err)
+	}
 	e.eventually(60*time.Second, "team b to adopt the orphaned widget", func() (bool, string) {
 		w, err := e.client().GetWidget(e.ctx(), "kept-web")
 		if err != nil {

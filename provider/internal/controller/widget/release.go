@@ -6,6 +6,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
 	"github.com/widgetco/crossplane-widget/widgetapi"
@@ -17,8 +18,13 @@ const ReasonReleased event.Reason = "ReleasedWidget"
 
 // Release removes this resource's ownership markers from its widget when the
 // resource is deleted and its policies keep the widget (see
-// mrsetup.Releaser): the orphaned widget is then unowned, and any resource
-// the tenancy rules allow may adopt it (with an explicit external name).
+// mrsetup.Releaser), and reserves the widget for the resource's scope (see
+// names.Released): the orphaned widget is then unowned, and a resource of
+// the same namespace, or a cluster-scoped one, may adopt it (with an
+// explicit external name). The reservation has no expiry: a team moving its
+// widget to a new resource must not lose it to another namespace that polls
+// for the release, however long the move takes; the platform team ends it by
+// removing names.ReleasedByLabel.
 func (c *connector[T]) Release(ctx context.Context, mg T) error {
 	name := meta.GetExternalName(mg)
 	if name == "" || !names.ValidWidgetName(name) {
@@ -32,7 +38,8 @@ func (c *connector[T]) Release(ctx context.Context, mg T) error {
 	return e.release(ctx, mg)
 }
 
-// release removes mg's ownership markers from its widget, and nothing else.
+// release replaces mg's ownership markers on its widget with the
+// reservation for mg's scope, and changes nothing else.
 // A widget that is gone, being deleted, or carries another owner's marker
 // (or none) is left alone: a resource releases only what it owns. The write
 // is conditional on the generation it read, so a resource that adopts the
@@ -47,12 +54,14 @@ func (e *external[T]) release(ctx context.Context, mg T) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot get widget")
 	}
-	if w.Labels[names.OwnerLabel] != names.Owner(mg) || w.State == widgetapi.StateDeleting {
+	if !names.Owns(mg, w.Labels) || w.State == widgetapi.StateDeleting {
 		return nil
 	}
+	labels := names.WithoutOwnership(w.Labels)
+	labels[names.ReleasedByLabel] = names.Released(mg)
 	_, err = e.api.ReplaceWidget(ctx, name, widgetapi.ReplaceWidgetRequest{
 		Size:        w.Size,
-		Labels:      userLabels(w.Labels),
+		Labels:      labels,
 		Description: w.Description,
 	}, widgetapi.IfGeneration(w.Generation))
 	if widgetapi.IsPreconditionFailed(err) {
@@ -64,6 +73,15 @@ func (e *external[T]) release(ctx context.Context, mg T) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot remove the ownership marker from widget")
 	}
-	e.record.Event(mg, event.Normal(ReasonReleased, "Left widget "+name+" in the Widget API and removed its ownership marker: another resource may now adopt it"))
+	e.record.Event(mg, event.Normal(ReasonReleased, "Left widget "+name+" in the Widget API and removed its ownership marker: "+scope(mg)+" may now adopt it (label "+names.ReleasedByLabel+" reserves it for them)"))
 	return nil
+}
+
+// scope names, for people, the resources that may adopt a widget mg
+// released (see names.ReservedAgainst).
+func scope(mg resource.Managed) string {
+	if ns := mg.GetNamespace(); ns != "" {
+		return "resources of namespace " + ns + " and cluster-scoped resources"
+	}
+	return "cluster-scoped resources"
 }

@@ -56,10 +56,15 @@ func testRelease[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 		want want
 	}{
 		"Owned": {
-			reason: "An orphaned resource removes its ownership marker and nothing else: user labels, size and description stay.",
+			reason: "An orphaned resource replaces its ownership marker with a reservation for its scope, and changes nothing else: user labels, size and description stay.",
 			seed:   fullSeed(ownerPlaceholder),
-			want: want{labels: map[string]string{"team": "a"}, written: true,
-				events: []event.Event{event.Normal(ReasonReleased, "Left widget {name} in the Widget API and removed its ownership marker: another resource may now adopt it")}},
+			want: want{labels: map[string]string{"team": "a", names.ReleasedByLabel: "{released-by}"}, written: true,
+				events: []event.Event{event.Normal(ReasonReleased, "Left widget {name} in the Widget API and removed its ownership marker: {scope} may now adopt it (label widgetco.io/released-by reserves it for them)")}},
+		},
+		"ForgedNamespace": {
+			reason: "A widget with this resource's marker under another namespace's label is not this resource's to release.",
+			seed:   withSeed(fullSeed(ownerPlaceholder), func(s *seed) { s.labels[names.OwnerNamespaceLabel] = "team-b" }),
+			want:   want{labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder, names.OwnerNamespaceLabel: "team-b"}},
 		},
 		"AnotherOwner": {
 			reason: "A widget another resource manages keeps that resource's marker: a resource releases only what it owns.",
@@ -114,7 +119,7 @@ func testRelease[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 				t.Fatalf("%s\nrelease(...): want error %t, got %v", tc.reason, tc.want.err, err)
 			}
 			for i := range tc.want.events {
-				tc.want.events[i].Message = fill(replaceName(tc.want.events[i].Message, meta.GetExternalName(mg)), owner)
+				tc.want.events[i].Message = fillScope(fill(replaceName(tc.want.events[i].Message, meta.GetExternalName(mg)), owner), mg)
 			}
 			if diff := cmp.Diff(tc.want.events, rec.Events()); diff != "" {
 				t.Errorf("%s\nevents: -want, +got:\n%s", tc.reason, diff)
@@ -126,7 +131,11 @@ func testRelease[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(fillLabels(tc.want.labels, owner), after.Labels); diff != "" {
+			wantLabels := fillLabels(tc.want.labels, owner)
+			if _, ok := wantLabels[names.ReleasedByLabel]; ok {
+				wantLabels[names.ReleasedByLabel] = releasedBy(mg)
+			}
+			if diff := cmp.Diff(wantLabels, after.Labels); diff != "" {
 				t.Errorf("%s\nwidget labels afterwards: -want, +got:\n%s", tc.reason, diff)
 			}
 			if got := after.Generation != before.Generation; got != tc.want.written {
@@ -152,4 +161,22 @@ func testRelease[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 
 func replaceName(s, name string) string {
 	return strings.ReplaceAll(s, "{name}", name)
+}
+
+// releasedBy is the reservation the resource under test leaves on the
+// widget it releases.
+func releasedBy(mg commonv1beta1.WidgetResource) string {
+	if mg.GetNamespace() != "" {
+		return mg.GetNamespace()
+	}
+	return "_cluster-scoped"
+}
+
+// fillScope replaces {scope} with who may adopt what mg released.
+func fillScope(s string, mg commonv1beta1.WidgetResource) string {
+	scope := "cluster-scoped resources"
+	if ns := mg.GetNamespace(); ns != "" {
+		scope = "resources of namespace " + ns + " and cluster-scoped resources"
+	}
+	return strings.ReplaceAll(s, "{scope}", scope)
 }

@@ -56,6 +56,7 @@ const (
 	ReasonNotFound         = commonv1beta1.ReasonNotFound
 	ReasonOutOfReach       = commonv1beta1.ReasonOutOfReach
 	ReasonManagedByAnother = commonv1beta1.ReasonManagedByAnother
+	ReasonReserved         = commonv1beta1.ReasonReserved
 )
 
 // connector connects a Widget of scope T to the Widget API.
@@ -88,6 +89,9 @@ type external[T commonv1beta1.WidgetResource] struct {
 	// adopting is set by Observe when the widget is not yet marked as ours
 	// and not one we managed before, so Update reports an adoption.
 	adopting bool
+	// migrating is set by Observe when the widget carries our ownership
+	// marker in an older format, which Update rewrites.
+	migrating bool
 }
 
 // Observe reads the widget, takes ownership decisions, late-initializes the
@@ -115,20 +119,30 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		return managed.ExternalObservation{}, errors.Wrap(err, "cannot get widget")
 	}
 
-	me := names.Owner(mg)
+	// Ours: our marker, and the namespace the labels record is ours (see
+	// names.Owns); a marker alone proves nothing.
+	mine := names.Owns(mg, w.Labels)
 	owner := w.Labels[names.OwnerLabel]
+	if owner == "" && names.ReservedAgainst(mg, w.Labels) {
+		// Released by another namespace's resource (or the platform's),
+		// and reserved for it: whatever the status claims, this resource
+		// never managed it. Checked before the recorded ID, which anyone
+		// who may edit the resource's status can write.
+		return e.reserved(mg, name)
+	}
 	// A widget whose ID we recorded is one we manage, even if someone
 	// removed its ownership marker (that is drift, repaired below); unless
 	// we recorded it only by observing it (an import review that was not
 	// taken over yet): taking it over then is an adoption.
 	known := mg.GetWidgetObservation().ID != "" && mg.GetWidgetObservation().ID == w.ID && !reviewedOnly(mg)
 	e.adopting = owner == "" && !known
-	if meta.WasDeleted(mg) && (owner != "" && owner != me || e.adopting) {
+	e.migrating = names.Migrates(mg, w.Labels)
+	if meta.WasDeleted(mg) && (owner != "" && !mine || e.adopting) {
 		// Not ours (another resource's, or never taken over): deleting
 		// this resource must not delete the widget.
 		return managed.ExternalObservation{}, nil
 	}
-	if owner != "" && owner != me && !names.Reaches(mg, w.Labels) {
+	if owner != "" && !mine && !names.Reaches(mg, w.Labels) {
 		// Another tenant's widget: not even observed. Nothing of it may
 		// reach this resource's status, not even who owns it.
 		mg.SetWidgetObservation(commonv1beta1.WidgetObservation{})
@@ -137,7 +151,7 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		}
 		return managed.ExternalObservation{}, errors.Errorf("widget %s is managed by a resource outside namespace %s, and a namespaced Widget can manage or observe only widgets that no resource manages or that a resource in its own namespace manages: choose another external name, or ask your platform team to give this namespace its own ProviderConfig and Widget API project", name, mg.GetNamespace())
 	}
-	if owner != "" && owner != me && !observeOnly(mg) {
+	if owner != "" && !mine && !observeOnly(mg) {
 		if reviewing(mg) {
 			mg.SetConditions(managedByAnother(name, owner))
 		}
@@ -169,7 +183,7 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	o.ResourceUpToDate = d.empty()
 	o.Diff = d.String()
 	switch {
-	case observeOnly(mg) && owner != "" && owner != me:
+	case observeOnly(mg) && owner != "" && !mine:
 		mg.SetConditions(managedByAnother(name, owner))
 	case observeOnly(mg):
 		mg.SetConditions(importReview(d))
@@ -188,6 +202,24 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		})
 	}
 	return o, nil
+}
+
+// reserved refuses a widget that a resource outside mg's namespace
+// released (see names.ReservedAgainst). Nothing of the widget reaches mg's
+// status, and the words name neither the releaser nor its namespace: only
+// mg's own namespace, and the label that the platform team can remove.
+func (e *external[T]) reserved(mg T, name string) (managed.ExternalObservation, error) {
+	mg.SetWidgetObservation(commonv1beta1.WidgetObservation{})
+	if meta.WasDeleted(mg) {
+		// Never this resource's: deleting it leaves the widget alone.
+		return managed.ExternalObservation{}, nil
+	}
+	if reviewing(mg) {
+		mg.SetConditions(refusedReview(ReasonReserved, fmt.Sprintf("Widget %s was released by a resource outside namespace %s and is reserved for the namespace that released it: it can be neither reviewed nor taken over from here. The platform team can clear the reservation by removing the label %s from the widget in the Widget API.", name, mg.GetNamespace(), names.ReleasedByLabel)))
+	}
+	err := errors.Errorf("widget %s was released by a resource outside namespace %s and is reserved for the namespace that released it, so a namespaced Widget here can neither manage nor observe it: choose another external name, or ask your platform team to clear the reservation by removing the label %s from the widget in the Widget API", name, mg.GetNamespace(), names.ReleasedByLabel)
+	e.record.Event(mg, event.Warning(event.Reason(ReasonReserved), err))
+	return managed.ExternalObservation{}, err
 }
 
 // reviewedOnly reports whether mg's widget was only ever observed: an
@@ -330,6 +362,11 @@ func (e *external[T]) cause(mg T) string {
 	if e.adopting {
 		return "adopt"
 	}
+	if e.migrating {
+		// The provider's own markers changed, not the user's spec nor
+		// the widget behind our back.
+		return "spec"
+	}
 	synced := mg.GetCondition(xpv2.TypeSynced)
 	if synced.Status == "True" && synced.ObservedGeneration == mg.GetGeneration() {
 		return "drift"
@@ -404,17 +441,15 @@ func deref(p *string, def string) string {
 
 // desiredLabels is the label map the widget should carry: the user's labels
 // (or, when the spec names none, the labels it has) with exactly our
-// ownership markers. A previous owner's markers are never carried over: its
-// namespace must not stay on a widget it no longer owns.
+// ownership markers. A previous owner's markers, and a released widget's
+// reservation, are never carried over: another namespace must not stay on a
+// widget it no longer owns.
 func desiredLabels(want, current map[string]string, markers map[string]string) map[string]string {
 	src := want
 	if src == nil {
 		src = current
 	}
-	out := make(map[string]string, len(src)+len(markers))
-	maps.Copy(out, src)
-	delete(out, names.OwnerLabel)
-	delete(out, names.OwnerNamespaceLabel)
+	out := names.WithoutOwnership(src)
 	maps.Copy(out, markers)
 	return out
 }

@@ -35,7 +35,39 @@ var (
 	keyOfTeamA              = map[string]string{names.OwnerLabel: "n_team-a.ci"}
 	keyOfTeamAOther         = map[string]string{names.OwnerLabel: "n_team-a.other"}
 	keyOfTeamB              = map[string]string{names.OwnerLabel: "n_team-b.ci"}
+	// team-b's widget with a namespace label that claims team-a: forged.
+	widgetOfTeamBClaimingTeamA = map[string]string{names.OwnerLabel: "n_team-b.w", names.OwnerNamespaceLabel: "team-a"}
+	// This WidgetKey's own marker with a namespace label of team-b: forged.
+	keyOfTeamAClaimingTeamB = map[string]string{names.OwnerLabel: "n_team-a.ci", names.OwnerNamespaceLabel: "team-b"}
 )
+
+// alpha and bravo are two 55-character namespaces that share their first 50
+// characters (finding M4 of issue 42). Provider versions before 128-bit
+// markers gave their resources markers with the same 52-character head and
+// a 40-bit hash: the legacy markers below.
+const (
+	alpha = "team-payments-europe-west-production-cluster-00001alpha"
+	bravo = "team-payments-europe-west-production-cluster-00001bravo"
+)
+
+var (
+	// widgetOfAlphaLegacy is marked by alpha/w-owner-of-widget.
+	widgetOfAlphaLegacy = map[string]string{names.OwnerLabel: "n_team-payments-europe-west-production-cluster-00001-ec97e3e9e0", names.OwnerNamespaceLabel: alpha}
+	// keyOfAlphaLegacy was created by the WidgetKey alpha/web-frontend-key.
+	keyOfAlphaLegacy = map[string]string{names.OwnerLabel: "n_team-payments-europe-west-production-cluster-00001-25dd0cf4e3", names.OwnerNamespaceLabel: alpha}
+	// keyOfAlphaCollidingWithBravo is a key of alpha whose legacy marker
+	// equals that of bravo/probe-000001: what a search of 2^40 names of
+	// bravo can find.
+	keyOfAlphaCollidingWithBravo = map[string]string{names.OwnerLabel: "n_team-payments-europe-west-production-cluster-00001-b89f23b543", names.OwnerNamespaceLabel: alpha}
+)
+
+// movedTo puts the WidgetKey in namespace ns under name.
+func movedTo(ns, name string) mod {
+	return func(mg commonv1beta1.WidgetKeyResource) {
+		mg.SetNamespace(ns)
+		mg.SetName(name)
+	}
+}
 
 // The events that say why deleting a WidgetKey of namespace team-a revoked
 // nothing. A key on team-b's widget is not even confirmed to exist.
@@ -217,6 +249,47 @@ func TestTenancy(t *testing.T) {
 			widget: widgetOfTeamALongMarker,
 			mods:   []mod{defaultName(), forWidget(widgetName)},
 			want:   want{calls: []string{"get widget", "get key", "get widget", "create key"}, keys: []string{"{key}"}},
+		},
+		"KeyOnWidgetWithForgedNamespace": {
+			reason: "A widget whose namespace label contradicts its marker names no namespace: out of reach, and no key is created.",
+			widget: widgetOfTeamBClaimingTeamA,
+			mods:   []mod{defaultName(), forWidget(widgetName)},
+			want:   want{err: true, mentions: []string{"widget w is not managed by a Widget in namespace team-a"}, calls: []string{"get widget"}},
+		},
+		"KeyWithForgedNamespaceWhileDeleting": {
+			reason:   "A key carrying this WidgetKey's marker under another namespace's label did not come from this WidgetKey: deleting it revokes nothing.",
+			widget:   widgetOfTeamA,
+			key:      keyOfTeamAClaimingTeamB,
+			mods:     []mod{explicitName("forged"), forWidget(widgetName)},
+			deleted:  true,
+			recorded: true,
+			want:     want{calls: []string{"get widget", "get key"}, keys: []string{"forged"}, events: []event.Event{notOursEvent("forged")}},
+		},
+		"CollidingLegacyKeyMarkerWhileDeleting": {
+			reason:   "A WidgetKey of bravo whose legacy marker equals that of alpha's key does not revoke it: the key's namespace is alpha.",
+			widget:   widgetOfAlphaLegacy,
+			key:      keyOfAlphaCollidingWithBravo,
+			mods:     []mod{movedTo(bravo, "probe-000001"), explicitName("victim"), forWidget(widgetName)},
+			deleted:  true,
+			recorded: true,
+			want: want{calls: []string{"get widget", "get key"}, keys: []string{"victim"}, events: []event.Event{event.Warning(ReasonNotRevoked, errors.New("widget w is not managed by a Widget in namespace "+bravo+", "+
+				"and no key of it that this WidgetKey created was found: revoked none"))}},
+		},
+		"OwnLegacyKey": {
+			reason: "A key an older provider created for this WidgetKey, marked in the old format, is still its own.",
+			widget: widgetOfAlphaLegacy,
+			key:    keyOfAlphaLegacy,
+			mods:   []mod{movedTo(alpha, "web-frontend-key"), explicitName("old-key"), forWidget(widgetName)},
+			want:   want{exists: true, status: true, calls: []string{"get widget", "get key"}, keys: []string{"old-key"}},
+		},
+		"OwnLegacyKeyWhileDeleting": {
+			reason:   "Deleting that WidgetKey revokes that key.",
+			widget:   widgetOfAlphaLegacy,
+			key:      keyOfAlphaLegacy,
+			mods:     []mod{movedTo(alpha, "web-frontend-key"), explicitName("old-key"), forWidget(widgetName)},
+			deleted:  true,
+			recorded: true,
+			want:     want{exists: true, status: true, calls: []string{"get widget", "get key", "delete key"}},
 		},
 		"OwnKey": {
 			reason: "Our own key of our namespace's widget is observed as usual.",

@@ -294,10 +294,11 @@ func unborn(mg commonv1beta1.WidgetKeyResource) bool {
 }
 
 // createdBy reports whether mg created k: the Widget API reports k carrying
-// mg's owner marker. The key ID in mg's status is no proof: anyone who may
-// edit mg may write its status too.
+// mg's owner marker and namespace (see names.Owns; a key marked by an older
+// provider keeps its marker, since keys cannot be relabelled). The key ID in
+// mg's status is no proof: anyone who may edit mg may write its status too.
 func createdBy(mg commonv1beta1.WidgetKeyResource, k *widgetapi.Key) bool {
-	return k.Labels[names.OwnerLabel] == names.Owner(mg)
+	return names.Owns(mg, k.Labels)
 }
 
 // secretRecorded returns the key's secret as the resource's connection
