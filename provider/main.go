@@ -65,7 +65,8 @@ type cli struct {
 	Kubeconfig string `type:"path" env:"KUBECONFIG" help:"Kubeconfig to use outside a cluster. Default: the in-cluster config."`
 
 	PollInterval     time.Duration `default:"10m" help:"How often each managed resource is checked for drift when nothing else triggers a reconcile. The change feed repairs out-of-band changes within seconds; polling is the safety net."`
-	PollJitter       time.Duration `default:"0s" help:"Random spread added to each poll, up to this much either way (0: a tenth of the poll interval)."`
+	PollJitter       time.Duration `default:"0s" help:"Random spread added to each poll, up to this much either way and at most a tenth of the resource's own interval (0: a tenth of the poll interval)."`
+	MinPollInterval  time.Duration `default:"10s" help:"Shortest poll interval a managed resource may ask for with the crossplane.io/poll-interval annotation; shorter values get this. At most --poll-interval. The default is the poll of a resource that is not Ready: an annotation cannot make the provider poll more often than it does by itself."`
 	MaxReconcileRate int           `default:"50" env:"MAX_RECONCILE_RATE" help:"Most reconciles per second, across all controllers. Also the number of concurrent reconciles per controller. The Widget API is protected separately (the provider backs off on 429s); this bounds the provider's own CPU and kube-apiserver load."`
 	SyncInterval     time.Duration `default:"1h" help:"How often the informer cache is fully resynced."`
 
@@ -209,6 +210,9 @@ func run(c *cli) error {
 		}
 	}
 
+	if c.MinPollInterval <= 0 {
+		return fmt.Errorf("--min-poll-interval must be positive, not %s", c.MinPollInterval)
+	}
 	jitter := c.PollJitter
 	if jitter == 0 {
 		jitter = c.PollInterval / 10
@@ -235,6 +239,8 @@ func run(c *cli) error {
 		Metrics:    own,
 		PollJitter: jitter,
 		Recorders:  recorders,
+		// The floor of the crossplane.io/poll-interval annotation.
+		MinPollInterval: c.MinPollInterval,
 	}
 	if c.TestClockFile != "" {
 		log.Info("Key rotation schedules use a test clock", "file", c.TestClockFile)

@@ -68,9 +68,10 @@
 // Not layers but deliberate choices of behaviour, on in every build:
 // deterministic external names (names.NewInitializer,
 // managed.WithDeterministicExternalName), no creation grace period, a poll
-// interval hook (PollInterval), a work queue rate limiter that honours the
-// Widget API's Retry-After (ratelimit), references confined to the
-// resource's namespace (LocalReferences), new resources that wait quietly
+// interval hook (PollInterval) with a floor for the crossplane.io/poll-interval
+// annotation (managed.WithMinPollInterval), a work queue rate limiter that
+// honours the Widget API's Retry-After (ratelimit), references confined to
+// the resource's namespace (LocalReferences), new resources that wait quietly
 // for what their references select (WithPendingReferences, pending.go),
 // and the change feed as a second source of requests, which forgets a
 // resource once its finalizer is removed.

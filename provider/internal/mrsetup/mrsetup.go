@@ -53,8 +53,14 @@ type Deps struct {
 	// Feed, when set, requeues resources as soon as the change feed reports
 	// a change to their widget.
 	Feed FeedSource
-	// PollJitter spreads polls by up to this much either way.
+	// PollJitter spreads polls by up to this much either way, and by at
+	// most a tenth of a resource's own interval.
 	PollJitter time.Duration
+	// MinPollInterval is the shortest a resource waits for its next poll,
+	// whatever its crossplane.io/poll-interval annotation asks:
+	// DefaultMinPollInterval when zero, and at most the controller's poll
+	// interval (see pollFloor).
+	MinPollInterval time.Duration
 	// Recorders, when set, makes the controllers' event recorders (see
 	// EventRecorders) while the layer ownEventBroadcaster is on; the
 	// manager's otherwise.
@@ -105,7 +111,13 @@ func wakeUp(hook func(resource.Managed, time.Duration) time.Duration, wake func(
 		if t.IsZero() {
 			return d
 		}
-		return min(d, max(t.Sub(now()), minWakeUp))
+		w := max(t.Sub(now()), minWakeUp)
+		// A wait of zero or less requeues nothing: the wake-up must not
+		// depend on the hook keeping its contract.
+		if d <= 0 {
+			return w
+		}
+		return min(d, w)
 	}
 }
 
@@ -115,17 +127,45 @@ func wakeUp(hook func(resource.Managed, time.Duration) time.Duration, wake func(
 // the resource would otherwise show Ready=False for a whole poll interval.
 const TransitionPoll = 10 * time.Second
 
+// DefaultMinPollInterval is the shortest poll a resource's
+// crossplane.io/poll-interval annotation gets when Deps.MinPollInterval is
+// not set: TransitionPoll, so that an annotation never makes the provider
+// poll a resource more often than it would by itself. Without a floor, ten
+// resources annotated 1ms that are not Ready take the whole global
+// reconcile rate (see TestAnnotatedPollLoad).
+const DefaultMinPollInterval = TransitionPoll
+
+// pollFloor returns the shortest poll of a controller whose poll interval is
+// poll: floor, or DefaultMinPollInterval when floor is zero or less. It is
+// never more than a positive poll: the floor bounds what an annotation asks
+// for, and an operator's own --poll-interval below it stands.
+func pollFloor(floor, poll time.Duration) time.Duration {
+	if floor <= 0 {
+		floor = DefaultMinPollInterval
+	}
+	if poll > 0 {
+		floor = min(floor, poll)
+	}
+	return floor
+}
+
 // PollInterval returns a poll interval hook: a resource that is Ready (or
 // being deleted) waits the poll interval, one that is not waits at most
-// TransitionPoll; either is spread by up to jitter either way.
-func PollInterval(jitter time.Duration) func(mg resource.Managed, pollInterval time.Duration) time.Duration {
+// TransitionPoll, and neither waits less than floor. The wait is spread by
+// up to jitter either way, by at most a tenth of itself, and never below
+// floor: a jitter longer than the interval would otherwise give a negative
+// wait, which requeues nothing, and the resource would never be polled
+// again.
+func PollInterval(jitter, floor time.Duration) func(mg resource.Managed, pollInterval time.Duration) time.Duration {
+	floor = max(floor, 0)
 	return func(mg resource.Managed, pollInterval time.Duration) time.Duration {
-		j := jitter
 		if mg.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue && !meta.WasDeleted(mg) {
 			pollInterval = min(pollInterval, TransitionPoll)
-			j = min(j, pollInterval/10)
 		}
-		return pollInterval + time.Duration((rand.Float64()-0.5)*2*float64(j)) //nolint:gosec // No need for secure randomness.
+		pollInterval = max(pollInterval, floor)
+		j := max(min(jitter, pollInterval/10), 0)
+		lo, hi := max(pollInterval-j, floor), pollInterval+j
+		return lo + time.Duration(rand.Float64()*float64(hi-lo)) //nolint:gosec // No need for secure randomness.
 	}
 }
 
@@ -293,7 +333,11 @@ func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 	}
 	// Not a layer but behaviour: a resource is reconciled again by the time
 	// d.wake says (a WidgetKey's next rotation), if that is before its poll.
-	pollHook := PollInterval(d.PollJitter)
+	// The floor applies twice: crossplane-runtime clamps the annotation to
+	// it (WithMinPollInterval), and the hook keeps the jittered wait above
+	// it.
+	floor := pollFloor(d.MinPollInterval, o.PollInterval)
+	pollHook := PollInterval(d.PollJitter, floor)
 	if d.wake != nil {
 		pollHook = wakeUp(pollHook, d.wake, d.Clock())
 	}
@@ -314,6 +358,7 @@ func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, g
 		managed.WithLogger(log),
 		managed.WithRecorder(record),
 		managed.WithPollInterval(o.PollInterval),
+		managed.WithMinPollInterval(floor),
 		managed.WithPollIntervalHook(pollHook),
 	}
 	if policies {
