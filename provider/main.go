@@ -95,7 +95,9 @@ type cli struct {
 	APIRetries int `default:"4" help:"Attempts per idempotent Widget API request (retried on 5xx and transport errors, with backoff)."`
 	// Not a tuning knob: 0 exists so a test can show what the pause
 	// prevents.
-	RefusedTokenPause time.Duration `default:"10s" help:"After the Widget API refuses a token (401, or 403 for an unmapped identity), send nothing with that token for this long, doubling up to 5m, until the token changes: refused attempts get the provider's address throttled for every tenant (docs/tenancy.md). 0 disables the pause."`
+	RefusedTokenPause       time.Duration `default:"10s" help:"After the Widget API refuses a token (401, or 403 for an unmapped identity), send nothing with that token for this long, doubling up to 5m, until the token changes: refused attempts get the provider's address throttled for every tenant (docs/tenancy.md). 0 disables the pause."`
+	RefusedCredentialBurst  int           `default:"3" help:"Attempts with credentials the Widget API has not accepted yet (a new token, the one attempt after a pause) that the ProviderConfigs of one namespace - or the cluster scope - may make at once; only refused ones are kept. Then one per --refused-credential-refill. Credentials known to be accepted are never held back. Keep the sum over the namespaces that may try bad tokens under the Widget API's --failed-auth-burst (docs/tenancy.md). 0 disables the budget."`
+	RefusedCredentialRefill time.Duration `default:"1m" help:"How often one namespace's (or the cluster scope's) budget of attempts with credentials not accepted yet gets one back (see --refused-credential-burst)."`
 
 	WebhookTLSCertDir string `env:"WEBHOOK_TLS_CERT_DIR" help:"Directory of the conversion webhook's TLS certificate (tls.crt, tls.key), which Crossplane's package runtime mounts and names here. When empty the webhook server is off, and only v1beta1, the storage version, can be used."`
 	WebhookPort       int    `default:"9443" help:"Port of the conversion webhook server: the port of the Service Crossplane creates for the provider."`
@@ -220,7 +222,8 @@ func run(c *cli) error {
 	throttle := clients.NewThrottle()
 	resolver := clients.NewResolver(mgr.GetClient(),
 		clients.WithThrottle(throttle),
-		clients.WithPauses(clients.NewPauses(c.RefusedTokenPause, clients.DefaultMaxPause)),
+		clients.WithPauses(clients.NewPauses(c.RefusedTokenPause, clients.DefaultMaxPause,
+			clients.WithOwnerBudget(c.RefusedCredentialBurst, c.RefusedCredentialRefill))),
 		clients.WithUserAgent("provider-widget/"+version),
 		clients.WithObserver(own.ObserveAPI),
 		clients.WithRetryPolicy(retryPolicy(c.APIRetries)),

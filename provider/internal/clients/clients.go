@@ -45,14 +45,16 @@ type Connection struct {
 	Namespace string
 
 	// pauses and credential (endpoint, the token itself and CA bundle,
-	// even for a token file) say when the credential is paused.
+	// even for a token file; and the owner, Namespace) say when the
+	// credential is paused.
 	pauses     *Pauses
-	credential string
+	credential Credential
 }
 
 // Paused returns, while the Widget API's refusal of the connection's
-// credential pauses it (see Pauses), how long the pause has left and the
-// error that explains it.
+// credential pauses it, or its owner's budget of refused credentials holds
+// it back (see Pauses), how long that lasts at least and the error that
+// explains it.
 func (c *Connection) Paused() (time.Duration, error) { return c.pauses.Paused(c.credential) }
 
 // A Resolver turns managed resources into Connections. It is safe for
@@ -168,8 +170,12 @@ func (r *Resolver) Resolve(ctx context.Context, mg resource.Managed) (*Connectio
 		}
 	}
 	// The pause is per token even for a token file: a rotated token is
-	// tried at once.
-	credential := connectionKey(spec.Endpoint, token, spec.CABundle)
+	// tried at once. Its budget is the owner's: whoever controls the
+	// ProviderConfig can make credentials at will.
+	credential := Credential{Key: credentialKey(spec.Endpoint, token, spec.CABundle), Endpoint: spec.Endpoint}
+	if _, ok := pc.(*nsv1alpha1.ProviderConfig); ok {
+		credential.Owner = pc.GetNamespace()
+	}
 	opts := []widgetapi.Option{
 		widgetapi.WithToken(token),
 		widgetapi.WithHTTPClient(hc),
@@ -178,17 +184,13 @@ func (r *Resolver) Resolve(ctx context.Context, mg resource.Managed) (*Connectio
 		widgetapi.WithRetryPolicy(r.retry),
 	}
 	if r.pauses != nil {
-		opts = append(opts, widgetapi.WithGuard(guard{pauses: r.pauses, key: credential, endpoint: spec.Endpoint}))
+		opts = append(opts, widgetapi.WithGuard(newGuard(r.pauses, credential)))
 	}
 	c, err := widgetapi.New(spec.Endpoint, opts...)
 	if err != nil {
 		return nil, errors.Wrapf(err, "invalid endpoint in %s", describe(pc))
 	}
-	conn := &Connection{Client: c, Key: key, Endpoint: spec.Endpoint, pauses: r.pauses, credential: credential}
-	if _, ok := pc.(*nsv1alpha1.ProviderConfig); ok {
-		conn.Namespace = pc.GetNamespace()
-	}
-	return conn, nil
+	return &Connection{Client: c, Key: key, Endpoint: spec.Endpoint, Namespace: credential.Owner, pauses: r.pauses, credential: credential}, nil
 }
 
 // providerConfig tracks usage and returns mg's ProviderConfig, whatever its

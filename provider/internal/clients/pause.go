@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -23,7 +24,8 @@ const (
 // each: past it, paused ones whose pause ended more than the longest pause
 // ago are forgotten first, then any; forgetting a paused credential costs
 // at most one more refused attempt, an accepted one a first attempt that
-// goes alone again.
+// goes alone again (and takes, then gives back, a token of its owner's
+// budget).
 const maxPaused = 4096
 
 // Pauses stops the provider from sending a credential the Widget API has
@@ -34,22 +36,39 @@ const maxPaused = 4096
 // feed poll until every tenant's calls were answered 429
 // (docs/tenancy.md).
 //
-// After a refusal, no attempt with the same credential key (endpoint,
-// token and CA bundle, see Connection) is sent for the first pause, then
-// one attempt is let through: refused again, the next pause is twice as
-// long, up to the maximum; accepted (any answer that is not a refusal of
-// the credential), the pause is over. Attempts in flight when a pause
-// starts do not lengthen it. A changed credential (a new Secret value, a
-// rotated token file) has another key and is tried at once. The first
-// attempt with a credential goes alone: the others wait for its answer.
-// So a credential refused from the start costs the address's budget one
-// attempt per pause, however many resources use it; one refused after it
-// was accepted (it expired), also those of its attempts in flight then.
+// After a refusal, no attempt with the same credential (endpoint, token and
+// CA bundle, see Credential) is sent for the first pause, then one attempt
+// is let through: refused again, the next pause is twice as long, up to the
+// maximum; accepted (any answer that is not a refusal of the credential),
+// the pause is over. Attempts in flight when a pause starts do not lengthen
+// it. A changed credential (a new Secret value, a rotated token file) is
+// another credential. The first attempt with a credential goes alone: the
+// others wait for its answer. So a credential refused from the start costs
+// the address's budget one attempt per pause, however many resources use
+// it; one refused after it was accepted (it expired), also those of its
+// attempts in flight then.
+//
+// A tenant can make new credentials at will (more ProviderConfigs, a Secret
+// that changes), so the refusals are also bounded per owner: the namespace
+// of the ProviderConfig, or the cluster scope. Every attempt with a
+// credential not known to be accepted - the first one, the one after each
+// pause - takes a token of its owner's budget (burst at once, then one per
+// refill; see budget), which comes back unless the credential is refused.
+// When the budget is spent, such an attempt waits for the owner's attempts
+// in flight to be answered (at most maxTrying), then fails with a
+// *BudgetError (a new credential) or its *PausedError (a paused one),
+// unsent. A credential known to be accepted is sent whatever its owner's
+// budget, and no owner spends another's: docs/tenancy.md says how many
+// owners' refusals the Widget API's default budget absorbs.
 //
 // A nil *Pauses pauses nothing. Pauses is safe for concurrent use.
 type Pauses struct {
 	first, max time.Duration
-	now        func() time.Time
+	// burst and refill are each owner's budget: burst attempts at once,
+	// then one per refill; none when burst is not positive.
+	burst  int
+	refill time.Duration
+	now    func() time.Time
 	// jitter returns how much longer than d a pause lasts, so that the
 	// pauses of many credentials refused together end apart.
 	jitter func(d time.Duration) time.Duration
@@ -60,6 +79,21 @@ type Pauses struct {
 	// refusal (at most maxPaused; past it, they are tried again one at a
 	// time).
 	ok map[string]struct{}
+	// owners are the owners' budgets (at most maxOwners).
+	owners map[string]*budget
+}
+
+// A Credential is what an attempt is sent with, as Pauses sees it.
+type Credential struct {
+	// Key identifies the endpoint, token and CA bundle (see
+	// credentialKey); it reveals nothing about the token.
+	Key string
+	// Endpoint is the Widget API URL, for errors.
+	Endpoint string
+	// Owner is who controls the credential and whose budget its refusals
+	// spend: the namespace of a namespaced ProviderConfig, empty for the
+	// cluster scope (see Connection.Namespace).
+	Owner string
 }
 
 type pause struct {
@@ -78,18 +112,40 @@ type pause struct {
 	endpoint string
 }
 
+// A PausesOption configures Pauses.
+type PausesOption func(*Pauses)
+
+// WithOwnerBudget sets each owner's budget of attempts with credentials not
+// known to be accepted: burst at once, then one per refill (default
+// DefaultOwnerBurst, DefaultOwnerRefill). A burst that is not positive, or
+// a refill that is not, turns budgets off.
+func WithOwnerBudget(burst int, refill time.Duration) PausesOption {
+	return func(p *Pauses) {
+		p.burst, p.refill = burst, refill
+		if refill <= 0 {
+			p.burst = 0
+		}
+	}
+}
+
 // NewPauses returns Pauses whose first pause is first, doubling up to max;
 // nil (pausing nothing) when first is not positive.
-func NewPauses(first, maxPause time.Duration) *Pauses {
+func NewPauses(first, maxPause time.Duration, opts ...PausesOption) *Pauses {
 	if first <= 0 {
 		return nil
 	}
-	return &Pauses{
+	p := &Pauses{
 		first: first, max: max(first, maxPause), now: time.Now,
+		burst: DefaultOwnerBurst, refill: DefaultOwnerRefill,
 		jitter: func(d time.Duration) time.Duration { return rand.N(d/5 + 1) }, //nolint:gosec // jitter
 		m:      map[string]*pause{},
 		ok:     map[string]struct{}{},
+		owners: map[string]*budget{},
 	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
 }
 
 // A PausedError is the error of a call that was not sent because its
@@ -113,119 +169,176 @@ func (e *PausedError) Error() string {
 }
 
 // IsPaused reports whether err is the error of a call that was not sent
-// because its credential is paused.
+// because its credential is paused, or because it is not known to be
+// accepted and its owner's budget is spent (see BudgetError).
 func IsPaused(err error) bool {
 	var pe *PausedError
-	return errors.As(err, &pe)
+	return errors.As(err, &pe) || IsBudgetSpent(err)
 }
 
 // IsRefused reports whether err says the credential is refused: by the
 // Widget API, or by a pause after it did.
 func IsRefused(err error) bool { return widgetapi.IsCredentialRefused(err) || IsPaused(err) }
 
-// Paused returns, while key is paused, how long the pause has left and the
-// error that explains it. It does not let an attempt through; Admit does.
-func (p *Pauses) Paused(key string) (time.Duration, error) {
+// Paused returns, while c is paused, or not known to be accepted while its
+// owner's budget is spent, how long that lasts at least and the error that
+// explains it. It does not let an attempt through; Admit does.
+func (p *Pauses) Paused(c Credential) (time.Duration, error) {
 	if p == nil {
 		return 0, nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ps, ok := p.m[key]
-	if !ok {
+	if _, ok := p.ok[c.Key]; ok {
 		return 0, nil
 	}
-	if d := ps.until.Sub(p.now()); d > 0 {
+	now := p.now()
+	ps, known := p.m[c.Key]
+	if known {
+		if d := ps.until.Sub(now); d > 0 {
+			return d, p.err(ps)
+		}
+		if ps.trying != nil {
+			return 0, nil
+		}
+	}
+	// The next attempt needs a token of the owner's budget. Read without
+	// creating one: a full budget is the same as none.
+	b, ok := p.owners[c.Owner]
+	if !ok || p.burst <= 0 || b.pending > 0 {
+		return 0, nil
+	}
+	l := p.level(b, now)
+	if l >= 1 {
+		return 0, nil
+	}
+	d := time.Duration((1 - l) * float64(p.refill))
+	if known {
+		// Still refused as far as anyone knows.
 		return d, p.err(ps)
 	}
-	return 0, nil
+	return d, p.spent(c.Owner)
 }
 
 // maxTrying bounds how long an attempt waits for the answer to the first
-// attempt with its credential (see Admit) before it is sent anyway.
+// attempt with its credential, or to its owner's attempts in flight (see
+// Admit).
 const maxTrying = 10 * time.Second
 
-// Admit returns nil when an attempt with key may be sent, or a
-// *PausedError. An attempt is sent when key is known to be accepted; when
-// it is the first with key, or the first since key's pause ended (the
-// others are refused until it is answered); and when key is not paused. An
-// attempt with a key not known to be accepted waits for the answer to the
-// first one (at most maxTrying, within ctx), so that the resources of a
-// credential that is refused from the start, however many try it at once,
-// cost one refusal.
-func (p *Pauses) Admit(ctx context.Context, key string) error {
+// Admit returns nil when an attempt with c may be sent, or a *PausedError
+// or *BudgetError. An attempt is sent when c is known to be accepted; when
+// it is the first with c, or the first since c's pause ended (the others
+// are refused until it is answered), and c's owner's budget has a token
+// for it; and when c is not paused. An attempt with a credential not known
+// to be accepted waits for the answer to the first one, so that the
+// resources of a credential that is refused from the start, however many
+// try it at once, cost one refusal; one that finds its owner's budget spent
+// waits for the owner's attempts in flight, whose answers may give tokens
+// back. It waits at most maxTrying, within ctx; after waiting that long
+// for a first attempt it is sent with a token of its own.
+//
+// charged reports that the attempt took a token of its owner's budget:
+// pass it to Done with the attempt's result.
+func (p *Pauses) Admit(ctx context.Context, c Credential) (charged bool, err error) {
 	if p == nil {
-		return nil
+		return false, nil
 	}
+	timeout := time.NewTimer(maxTrying)
+	defer timeout.Stop()
+	expired := false
 	for {
 		p.mu.Lock()
-		if _, ok := p.ok[key]; ok {
+		if _, ok := p.ok[c.Key]; ok {
 			p.mu.Unlock()
-			return nil
+			return false, nil
 		}
 		now := p.now()
-		ps, ok := p.m[key]
-		if !ok {
-			p.room(now)
-			p.m[key] = &pause{trying: make(chan struct{})}
+		ps, known := p.m[c.Key]
+		var wait <-chan struct{}
+		switch {
+		case known && ps.trying != nil && !expired:
+			wait = ps.trying
+		case known && ps.trying == nil && now.Before(ps.until):
+			err := p.err(ps)
 			p.mu.Unlock()
-			return nil
-		}
-		if ps.trying != nil {
-			tried := ps.trying
-			p.mu.Unlock()
-			t := time.NewTimer(maxTrying)
-			select {
-			case <-tried:
-				t.Stop()
-				continue
-			case <-t.C:
-				return nil
-			case <-ctx.Done():
-				t.Stop()
-				return ctx.Err()
+			return false, err
+		default:
+			// The first attempt with c, the one attempt of a pause
+			// that ended, or one that waited too long for the first.
+			b := p.budget(c.Owner, now)
+			if p.take(b, now) {
+				switch {
+				case !known:
+					p.room(now)
+					p.m[c.Key] = &pause{trying: make(chan struct{})}
+				case ps.trying == nil:
+					// The others are refused until it is answered,
+					// or for another pause when it gets no answer.
+					ps.probing = true
+					ps.until = now.Add(ps.step)
+				}
+				p.mu.Unlock()
+				return b != nil, nil
 			}
-		}
-		var err error
-		if now.Before(ps.until) {
-			err = p.err(ps)
-		} else {
-			// The one attempt of this pause; the others are refused until
-			// it is answered, or for another pause when it gets no answer.
-			ps.probing = true
-			ps.until = now.Add(ps.step)
+			if b.pending > 0 && !expired {
+				if b.settled == nil {
+					b.settled = make(chan struct{})
+				}
+				wait = b.settled
+				break
+			}
+			err := p.spent(c.Owner)
+			if known && ps.trying == nil {
+				// Still refused as far as anyone knows.
+				err = p.err(ps)
+			}
+			p.mu.Unlock()
+			return false, err
 		}
 		p.mu.Unlock()
-		return err
+		select {
+		case <-wait:
+		case <-timeout.C:
+			expired = true
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
 	}
 }
 
-// Done records the result of an attempt sent with key to endpoint.
-func (p *Pauses) Done(key, endpoint string, err error) {
+// Done records the result of an attempt sent with c; charged is what Admit
+// returned for it.
+func (p *Pauses) Done(c Credential, charged bool, err error) {
 	if p == nil {
 		return
 	}
+	refused := widgetapi.IsCredentialRefused(err)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
 	switch {
-	case widgetapi.IsCredentialRefused(err):
-		p.refused(key, endpoint, err)
+	case charged:
+		p.settle(c.Owner, refused, now)
+	case refused:
+		p.charge(c.Owner, now)
+	}
+	switch {
+	case refused:
+		p.refused(c, err, now)
 	case accepted(err):
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if ps, ok := p.m[key]; ok {
+		if ps, ok := p.m[c.Key]; ok {
 			ps.tried()
-			delete(p.m, key)
+			delete(p.m, c.Key)
 		}
 		if len(p.ok) >= maxPaused {
 			clear(p.ok)
 		}
-		p.ok[key] = struct{}{}
+		p.ok[c.Key] = struct{}{}
 	default:
 		// Nothing learned. A first attempt's waiters try again.
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if ps, ok := p.m[key]; ok && ps.trying != nil {
+		if ps, ok := p.m[c.Key]; ok && ps.trying != nil {
 			ps.tried()
-			delete(p.m, key)
+			delete(p.m, c.Key)
 		}
 	}
 }
@@ -254,18 +367,15 @@ func accepted(err error) bool {
 	return e.StatusCode < 500 && e.StatusCode != 429 && e.StatusCode != 401
 }
 
-// refused starts or lengthens key's pause.
-func (p *Pauses) refused(key, endpoint string, err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := p.now()
-	delete(p.ok, key)
-	ps, ok := p.m[key]
+// refused starts or lengthens c's pause. The caller holds p.mu.
+func (p *Pauses) refused(c Credential, err error, now time.Time) {
+	delete(p.ok, c.Key)
+	ps, ok := p.m[c.Key]
 	switch {
 	case !ok:
 		p.room(now)
 		ps = &pause{step: p.first}
-		p.m[key] = ps
+		p.m[c.Key] = ps
 	case ps.trying != nil:
 		// The first attempt with the credential.
 		ps.tried()
@@ -278,7 +388,7 @@ func (p *Pauses) refused(key, endpoint string, err error) {
 	}
 	ps.probing = false
 	ps.until = now.Add(ps.step + p.jitter(ps.step))
-	ps.endpoint = endpoint
+	ps.endpoint = c.Endpoint
 	ps.cause = cause(err)
 }
 
@@ -305,6 +415,10 @@ func (p *Pauses) err(ps *pause) error {
 	return &PausedError{Endpoint: ps.endpoint, Cause: ps.cause, Pause: ps.step, MaxPause: p.max}
 }
 
+func (p *Pauses) spent(owner string) error {
+	return &BudgetError{Namespace: owner, Burst: p.burst, Refill: p.refill}
+}
+
 // maxCause bounds the Widget API's words a pause repeats: a server (possibly
 // one a tenant runs) could send more than a condition should hold.
 const maxCause = 256
@@ -327,11 +441,34 @@ func cause(err error) string {
 }
 
 // guard is a connection's widgetapi.Guard: every attempt of its client
-// passes through the credential's pause.
+// passes through the credential's pause and its owner's budget.
 type guard struct {
-	pauses        *Pauses
-	key, endpoint string
+	pauses *Pauses
+	cred   Credential
+	// charged counts the attempts Admit charged to the owner's budget
+	// that are not Done yet. A client's attempts may overlap (a
+	// reconcile's and the change feed's), and an answer cannot say which
+	// attempt it is for; any charged one will do, since the budget's
+	// count of tokens is the same whichever it is.
+	charged *atomic.Int64
 }
 
-func (g guard) Admit(ctx context.Context) error { return g.pauses.Admit(ctx, g.key) }
-func (g guard) Done(err error)                  { g.pauses.Done(g.key, g.endpoint, err) }
+func newGuard(p *Pauses, c Credential) guard {
+	return guard{pauses: p, cred: c, charged: new(atomic.Int64)}
+}
+
+func (g guard) Admit(ctx context.Context) error {
+	charged, err := g.pauses.Admit(ctx, g.cred)
+	if charged {
+		g.charged.Add(1)
+	}
+	return err
+}
+
+func (g guard) Done(err error) {
+	charged := false
+	for n := g.charged.Load(); n > 0 && !charged; n = g.charged.Load() {
+		charged = g.charged.CompareAndSwap(n, n-1)
+	}
+	g.pauses.Done(g.cred, charged, err)
+}

@@ -36,55 +36,98 @@ var (
 // A pauseOp acts on Pauses and says what it saw ("" records nothing).
 type pauseOp func(p *Pauses, clk *fakeClock) string
 
+// cred is the credential k: "owner/name" for a namespaced owner, "/name"
+// for the cluster scope, and a bare name for one of namespace team-a.
+func cred(k string) Credential {
+	owner, _, ok := strings.Cut(k, "/")
+	if !ok {
+		owner = "team-a"
+	}
+	return Credential{Key: k, Endpoint: "http://widgets.test", Owner: owner}
+}
+
+// outcome describes an attempt Admit did not let through.
+func outcome(k string, err error) string {
+	var pe *PausedError
+	var be *BudgetError
+	switch {
+	case errors.As(err, &pe):
+		return fmt.Sprintf("%s: paused (%s for %s)", k, pe.Cause, pe.Pause)
+	case errors.As(err, &be):
+		return fmt.Sprintf("%s: budget of %q spent", k, be.Namespace)
+	default:
+		return fmt.Sprintf("%s: unexpected %v", k, err)
+	}
+}
+
 // send is one attempt with credential k that, when admitted, ends with
 // result.
 func send(k string, result error) pauseOp {
 	return func(p *Pauses, _ *fakeClock) string {
-		if err := p.Admit(context.Background(), k); err != nil {
-			var pe *PausedError
-			if !errors.As(err, &pe) {
-				return fmt.Sprintf("%s: unexpected %v", k, err)
-			}
-			return fmt.Sprintf("%s: paused (%s for %s)", k, pe.Cause, pe.Pause)
+		charged, err := p.Admit(context.Background(), cred(k))
+		if err != nil {
+			return outcome(k, err)
 		}
-		p.Done(k, "http://widgets.test", result)
+		p.Done(cred(k), charged, result)
 		return k + ": sent"
 	}
 }
 
-// answered is the answer to an attempt admitted earlier.
-func answered(k string, result error) pauseOp {
-	return func(p *Pauses, _ *fakeClock) string { p.Done(k, "http://widgets.test", result); return "" }
+// answered is the answer to an attempt admitted earlier, that took a token
+// of its owner's budget or not.
+func answered(k string, charged bool, result error) pauseOp {
+	return func(p *Pauses, _ *fakeClock) string { p.Done(cred(k), charged, result); return "" }
 }
 
 func after(d time.Duration) pauseOp {
 	return func(_ *Pauses, clk *fakeClock) string { clk.advance(d); return "" }
 }
 
-// left is what Paused says of k: how long its pause has left.
+// left is what Paused says of k: how long its pause, or its owner's spent
+// budget, has left.
 func left(k string) pauseOp {
 	return func(p *Pauses, _ *fakeClock) string {
-		d, err := p.Paused(k)
+		d, err := p.Paused(cred(k))
 		if err == nil {
 			return k + ": not paused"
+		}
+		if IsBudgetSpent(err) {
+			return fmt.Sprintf("%s: budget spent for %s more", k, d)
 		}
 		return fmt.Sprintf("%s: paused for %s more", k, d)
 	}
 }
 
 // admit reports whether an attempt with k is admitted.
-func admit(p *Pauses, k string) bool { return p.Admit(context.Background(), k) == nil }
+func admit(p *Pauses, k string) bool {
+	_, err := p.Admit(context.Background(), cred(k))
+	return err == nil
+}
 
-func newTestPauses(jitter func(time.Duration) time.Duration) (*Pauses, *fakeClock) {
+func newTestPauses(jitter func(time.Duration) time.Duration, opts ...PausesOption) (*Pauses, *fakeClock) {
 	clk := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	p := NewPauses(10*time.Second, time.Minute)
+	p := NewPauses(10*time.Second, time.Minute, opts...)
 	p.now = clk.now
 	p.jitter = jitter
 	return p, clk
 }
 
+// runPauseOps runs ops on fresh Pauses and returns what they saw.
+func runPauseOps(jitter func(time.Duration) time.Duration, ops []pauseOp, opts ...PausesOption) []string {
+	if jitter == nil {
+		jitter = func(time.Duration) time.Duration { return 0 }
+	}
+	p, clk := newTestPauses(jitter, opts...)
+	var got []string
+	for _, op := range ops {
+		if s := op(p, clk); s != "" {
+			got = append(got, s)
+		}
+	}
+	return got
+}
+
 func TestPauses(t *testing.T) {
-	noJitter := func(time.Duration) time.Duration { return 0 }
 	cases := map[string]struct {
 		reason string
 		jitter func(time.Duration) time.Duration
@@ -142,7 +185,7 @@ func TestPauses(t *testing.T) {
 				func(p *Pauses, _ *fakeClock) string {
 					return fmt.Sprint("admitted: ", admit(p, "a"), admit(p, "a"), admit(p, "a"))
 				},
-				answered("a", errUnauthorized), left("a"),
+				answered("a", true, errUnauthorized), left("a"),
 			},
 			want: []string{"a: sent", "admitted: true false false", "a: paused for 20s more"},
 		},
@@ -163,7 +206,7 @@ func TestPauses(t *testing.T) {
 		},
 		"InFlightDoNotExtend": {
 			reason: "Refusals of attempts sent before the pause started do not lengthen it.",
-			ops:    []pauseOp{send("a", errUnauthorized), after(time.Second), answered("a", errUnauthorized), answered("a", errUnmapped), left("a")},
+			ops:    []pauseOp{send("a", errUnauthorized), after(time.Second), answered("a", false, errUnauthorized), answered("a", false, errUnmapped), left("a")},
 			want:   []string{"a: sent", "a: paused for 9s more"},
 		},
 		"AcceptedAfterPause": {
@@ -184,17 +227,7 @@ func TestPauses(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			jitter := tc.jitter
-			if jitter == nil {
-				jitter = noJitter
-			}
-			p, clk := newTestPauses(jitter)
-			var got []string
-			for _, op := range tc.ops {
-				if s := op(p, clk); s != "" {
-					got = append(got, s)
-				}
-			}
+			got := runPauseOps(tc.jitter, tc.ops)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
 			}
@@ -204,9 +237,9 @@ func TestPauses(t *testing.T) {
 
 func TestPausedError(t *testing.T) {
 	p, _ := newTestPauses(func(time.Duration) time.Duration { return 0 })
-	p.Done("a", "http://widgets.test", &widgetapi.Error{Op: "get widget", Method: http.MethodGet, StatusCode: http.StatusUnauthorized,
+	p.Done(cred("a"), true, &widgetapi.Error{Op: "get widget", Method: http.MethodGet, StatusCode: http.StatusUnauthorized,
 		Problem: widgetapi.Problem{Code: widgetapi.CodeUnauthorized, Detail: strings.Repeat("x", 1000)}})
-	_, err := p.Paused("a")
+	_, err := p.Paused(cred("a"))
 	want := "the Widget API at http://widgets.test refused this ProviderConfig's token (401 unauthorized: " + strings.Repeat("x", maxCause-len("401 unauthorized: ")) + "...); " +
 		"the provider sends no request with it for 10s at a time, doubling up to 1m0s, because refused attempts get the provider's address throttled for every tenant: " +
 		"put a valid token in the ProviderConfig's credentials (a changed Secret or token file is tried at once)"
@@ -220,8 +253,8 @@ func TestPausedError(t *testing.T) {
 
 func TestNilPauses(t *testing.T) {
 	var p *Pauses
-	p.Done("a", "http://widgets.test", errUnauthorized)
-	if err := p.Admit(context.Background(), "a"); err != nil {
+	p.Done(cred("a"), false, errUnauthorized)
+	if _, err := p.Admit(context.Background(), cred("a")); err != nil {
 		t.Errorf("a nil *Pauses paused a credential: %v", err)
 	}
 	if NewPauses(0, time.Minute) != nil {
@@ -322,7 +355,7 @@ func TestPausesFirstAttemptAlone(t *testing.T) {
 			results := make(chan string, 3)
 			for range 3 {
 				go func() {
-					if err := p.Admit(context.Background(), "a"); err != nil {
+					if _, err := p.Admit(context.Background(), cred("a")); err != nil {
 						results <- "paused"
 						return
 					}
@@ -333,7 +366,7 @@ func TestPausesFirstAttemptAlone(t *testing.T) {
 			if n := len(results); n != 0 {
 				t.Fatalf("%s\n%d attempts did not wait for the first one's answer", tc.reason, n)
 			}
-			p.Done("a", "http://widgets.test", tc.first)
+			p.Done(cred("a"), true, tc.first)
 			var got []string
 			if tc.next != nil {
 				got = append(got, <-results)
@@ -341,7 +374,7 @@ func TestPausesFirstAttemptAlone(t *testing.T) {
 				if n := len(results); n != 0 {
 					t.Fatalf("%s\n%d attempts did not wait for the next one's answer", tc.reason, n)
 				}
-				p.Done("a", "http://widgets.test", tc.next)
+				p.Done(cred("a"), true, tc.next)
 			}
 			for len(got) < 3 {
 				got = append(got, <-results)
