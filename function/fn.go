@@ -4,12 +4,15 @@ import (
 	"context"
 	"maps"
 	"sync"
+	"time"
 
 	"github.com/crossplane/function-sdk-go/errors"
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/resource/composed"
 	"github.com/crossplane/function-sdk-go/response"
+	"google.golang.org/protobuf/types/known/durationpb"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/widgetco/crossplane-widget/apis"
@@ -23,6 +26,9 @@ type Function struct {
 
 	log     logging.Logger
 	metrics Metrics
+	// clock tells the time a new XR has waited for its place in its
+	// namespace's quotas (admission.go).
+	clock func() time.Time
 }
 
 // An Option configures a Function.
@@ -54,7 +60,7 @@ func NewFunction(o ...Option) (*Function, error) {
 	if err := registerSchemes(); err != nil {
 		return nil, err
 	}
-	f := &Function{log: logging.NewNopLogger(), metrics: NopMetrics{}}
+	f := &Function{log: logging.NewNopLogger(), metrics: NopMetrics{}, clock: time.Now}
 	for _, fn := range o {
 		fn(f)
 	}
@@ -100,9 +106,12 @@ func (f *Function) RunFunction(ctx context.Context, req *fnv1.RunFunctionRequest
 
 	// The namespace's policies and quotas can only narrow what the
 	// Composition's policy allows (nspolicy.go, quota.go).
-	v, err := admitInNamespace(rsp, req, s, pol, want)
+	v, err := admitInNamespace(rsp, req, s, pol, want, f.clock())
 	if err != nil {
 		return f.refuse(ctx, rsp, log, s, err), nil
+	}
+	if v.pending != nil {
+		return f.wait(rsp, log, s, *v.pending), nil
 	}
 
 	out, err := compose(ctx, s, pol, want)
@@ -149,6 +158,23 @@ func shallowCopy(d *fnv1.State) *fnv1.State {
 	out := &fnv1.State{Composite: d.GetComposite(), Resources: maps.Clone(d.GetResources())}
 	out.ProtoReflect().SetUnknown(d.ProtoReflect().GetUnknown())
 	return out
+}
+
+// wait answers for a new XR whose place in its namespace's quotas is not
+// decided yet (admission.go): it composes nothing, keeps the XR not ready, and
+// asks to be called again in pendingTTL. It keeps the requirements, so that
+// Crossplane fetches the namespace's XRs again.
+func (f *Function) wait(rsp *fnv1.RunFunctionResponse, log logging.Logger, s *state, c condition) *fnv1.RunFunctionResponse {
+	s.dxr.Ready = resource.ReadyFalse
+	if err := response.SetDesiredCompositeResource(rsp, s.dxr); err != nil {
+		return f.fail(rsp, log, s, errors.Wrap(err, "cannot set the desired composite resource"))
+	}
+	for _, c := range setConditions(rsp, s.xr, c) {
+		log.Info("Condition changed", "type", c.Type, "status", c.Status, "reason", c.Reason, "message", c.Message)
+	}
+	rsp.Meta.Ttl = durationpb.New(pendingTTL)
+	f.metrics.Observe(s.xr.flavour, OutcomeConverging)
+	return rsp
 }
 
 // reject answers a request that cannot be composed with a fatal result, so

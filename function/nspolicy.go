@@ -54,6 +54,7 @@ const (
 	reqLegacyWidgets = "widget-quota-legacy-widgets"
 	reqKeys          = "widget-quota-keys"
 	reqLegacyKeys    = "widget-quota-legacy-keys"
+	reqQueue         = "widget-quota-xwidgets"
 )
 
 // environmentConfigAPIVersion is Crossplane v2's EnvironmentConfig.
@@ -72,17 +73,34 @@ func teamNamespace(x xwidget) string {
 	return ""
 }
 
+// needs is what the function requires of an XR's namespace besides its
+// policies.
+type needs struct {
+	// namespace is the Namespace, for its labels: once a policy exists.
+	namespace bool
+	// widgets are the namespace's Widgets of both scopes: where a quota
+	// applies.
+	widgets bool
+	// keys are the namespace's WidgetKeys of both scopes: where a key quota
+	// applies. They are most of what a namespace has (up to 10 per widget),
+	// so they are asked for only then.
+	keys bool
+	// queue selects the namespace's XRs of the XR's own kind: for a new XR
+	// where a quota applies (admission.go).
+	queue *fnv1.ResourceSelector
+}
+
 // teamRequirements are the resources the function needs to apply the
 // policies and quotas of namespace ns. It asks for the namespace policies
 // first; only once one exists does it ask for the Namespace (for its labels)
-// and, with usage, what the namespace has (for quotas). A cluster without
+// and, where a quota applies, what the namespace has. A cluster without
 // namespace policies so costs one list of EnvironmentConfigs per reconcile
 // and needs no permission Crossplane does not have (the Helm chart's
 // ClusterRole does not let core read Namespaces: docs/policy.md). Given the
 // same EnvironmentConfigs, Namespace and XR the requirements are the same on
 // every call, so Crossplane calls the function at most four times per
 // reconcile, and once when it seeds what the last reconcile required.
-func teamRequirements(ns string, policies, usage bool) *fnv1.Requirements {
+func teamRequirements(ns string, n needs) *fnv1.Requirements {
 	if ns == "" {
 		return nil
 	}
@@ -99,21 +117,25 @@ func teamRequirements(ns string, policies, usage bool) *fnv1.Requirements {
 	r := &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{
 		reqPolicies: sel(environmentConfigAPIVersion, "EnvironmentConfig", "", map[string]string{labelWidgetPolicy: "true"}),
 	}}
-	if !policies {
+	if !n.namespace {
 		return r
 	}
 	r.Resources[reqNamespace] = &fnv1.ResourceSelector{ApiVersion: "v1", Kind: "Namespace", Match: &fnv1.ResourceSelector_MatchName{MatchName: ns}}
-	if !usage {
-		return r
-	}
 	nsv := namespacedv1beta1.SchemeGroupVersion.String()
 	clv := clusterv1beta1.SchemeGroupVersion.String()
 	// The namespace's own Widgets and WidgetKeys, and the cluster-scoped
 	// ones of its claims: a team cannot dodge a quota with a WidgetClaim.
-	r.Resources[reqWidgets] = sel(nsv, namespacedv1beta1.WidgetKind, ns, map[string]string{labelComponent: componentWidget})
-	r.Resources[reqLegacyWidgets] = sel(clv, clusterv1beta1.WidgetKind, "", map[string]string{labelComponent: componentWidget, labelClaimNamespace: ns})
-	r.Resources[reqKeys] = sel(nsv, namespacedv1beta1.WidgetKeyKind, ns, nil)
-	r.Resources[reqLegacyKeys] = sel(clv, clusterv1beta1.WidgetKeyKind, "", map[string]string{labelClaimNamespace: ns})
+	if n.widgets {
+		r.Resources[reqWidgets] = sel(nsv, namespacedv1beta1.WidgetKind, ns, map[string]string{labelComponent: componentWidget})
+		r.Resources[reqLegacyWidgets] = sel(clv, clusterv1beta1.WidgetKind, "", map[string]string{labelComponent: componentWidget, labelClaimNamespace: ns})
+	}
+	if n.keys {
+		r.Resources[reqKeys] = sel(nsv, namespacedv1beta1.WidgetKeyKind, ns, nil)
+		r.Resources[reqLegacyKeys] = sel(clv, clusterv1beta1.WidgetKeyKind, "", map[string]string{labelClaimNamespace: ns})
+	}
+	if n.queue != nil {
+		r.Resources[reqQueue] = n.queue
+	}
 	return r
 }
 

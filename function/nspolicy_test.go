@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -91,6 +92,8 @@ type fetched struct {
 	legacyWidgets []map[string]any
 	keys          []map[string]any
 	legacyKeys    []map[string]any
+	// xwidgets are the XRs of the calling XR's kind in its namespace.
+	xwidgets []map[string]any
 }
 
 func (f fetched) resources() map[string]*fnv1.Resources {
@@ -110,6 +113,7 @@ func (f fetched) resources() map[string]*fnv1.Resources {
 		reqLegacyWidgets: list(f.legacyWidgets...),
 		reqKeys:          list(f.keys...),
 		reqLegacyKeys:    list(f.legacyKeys...),
+		reqQueue:         list(f.xwidgets...),
 	}
 }
 
@@ -132,7 +136,16 @@ func TestTeamRequirements(t *testing.T) {
 		"widget-quota-legacy-widgets":      {ApiVersion: "widget.widgetco.io/v1beta1", Kind: "Widget", Match: labels("fn.widgetco.io/component", "widget", "crossplane.io/claim-namespace", "team-b")},
 		"widget-quota-keys":                {ApiVersion: "widget.m.widgetco.io/v1beta1", Kind: "WidgetKey", Namespace: ns("team-b")},
 		"widget-quota-legacy-keys":         {ApiVersion: "widget.widgetco.io/v1beta1", Kind: "WidgetKey", Match: labels("crossplane.io/claim-namespace", "team-b")},
+		"widget-quota-xwidgets":            {ApiVersion: "platform.widgetco.io/v1alpha1", Kind: "XWidget", Namespace: ns("team-b")},
 	}}
+	// What a claim's XR asks for: its own kind's XRs of its claim's
+	// namespace.
+	claimB := &fnv1.Requirements{Resources: maps.Clone(teamB.GetResources())}
+	claimB.Resources[reqQueue] = &fnv1.ResourceSelector{ApiVersion: "legacy.platform.widgetco.io/v1alpha1", Kind: "XWidget", Match: labels("crossplane.io/claim-namespace", "team-b")}
+	// What a new XR asks for where only a widget quota applies: no keys.
+	widgetQuotaB := &fnv1.Requirements{Resources: maps.Clone(teamB.GetResources())}
+	delete(widgetQuotaB.Resources, reqKeys)
+	delete(widgetQuotaB.Resources, reqLegacyKeys)
 	policyB := []map[string]any{policyEC("team-b", map[string]any{"namespaceSelector": forTeam("team-b")})}
 	quotaB := []map[string]any{policyEC("team-b", map[string]any{"namespaceSelector": forTeam("team-b"), "quotas": map[string]any{"keys": 10}})}
 	teamBNoUsage := &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{
@@ -153,7 +166,7 @@ func TestTeamRequirements(t *testing.T) {
 			return req
 		}
 	}
-	every := []string{reqPolicies, reqNamespace, reqWidgets, reqLegacyWidgets, reqKeys, reqLegacyKeys}
+	every := []string{reqPolicies, reqNamespace, reqWidgets, reqLegacyWidgets, reqKeys, reqLegacyKeys, reqQueue}
 
 	// An admitted XWidget team-a/web without keys whose Widget became Ready
 	// a minute after it was created, and which complies with team-a's
@@ -162,14 +175,19 @@ func TestTeamRequirements(t *testing.T) {
 		"widget-policy-environmentconfigs": teamB.GetResources()[reqPolicies],
 		"widget-policy-namespace":          {ApiVersion: "v1", Kind: "Namespace", Match: &fnv1.ResourceSelector_MatchName{MatchName: "team-a"}},
 	}}
+	// An admitted XR of team-a, whose policy sets a widget quota only,
+	// asks for the namespace's Widgets, not its keys nor its XRs.
 	teamAUsage := &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{
 		"widget-policy-environmentconfigs": teamB.GetResources()[reqPolicies],
 		"widget-policy-namespace":          teamA.GetResources()[reqNamespace],
 		"widget-quota-widgets":             {ApiVersion: "widget.m.widgetco.io/v1beta1", Kind: "Widget", Namespace: ns("team-a"), Match: labels("fn.widgetco.io/component", "widget")},
 		"widget-quota-legacy-widgets":      {ApiVersion: "widget.widgetco.io/v1beta1", Kind: "Widget", Match: labels("fn.widgetco.io/component", "widget", "crossplane.io/claim-namespace", "team-a")},
-		"widget-quota-keys":                {ApiVersion: "widget.m.widgetco.io/v1beta1", Kind: "WidgetKey", Namespace: ns("team-a")},
-		"widget-quota-legacy-keys":         {ApiVersion: "widget.widgetco.io/v1beta1", Kind: "WidgetKey", Match: labels("crossplane.io/claim-namespace", "team-a")},
 	}}
+	// Before it knows the limits, it asks for what a widget and a key
+	// quota need at once.
+	teamAGuess := &fnv1.Requirements{Resources: maps.Clone(teamAUsage.GetResources())}
+	teamAGuess.Resources[reqKeys] = &fnv1.ResourceSelector{ApiVersion: "widget.m.widgetco.io/v1beta1", Kind: "WidgetKey", Namespace: ns("team-a")}
+	teamAGuess.Resources[reqLegacyKeys] = &fnv1.ResourceSelector{ApiVersion: "widget.widgetco.io/v1beta1", Kind: "WidgetKey", Match: labels("crossplane.io/claim-namespace", "team-a")}
 	compliantA := "XWidget team-a/web complies with the platform's widget policy: the Composition's WidgetPolicy narrowed for team-a by EnvironmentConfig team-a: sizes small, medium; regions us-east-1, eu-west-1; at most 3 keys per widget; 5 widgets in all."
 	settledXR := func(msg string, mods ...mod) map[string]any {
 		return nsXR(append([]mod{set("spec.keys", 0), conditions(xpCondition("PolicyCompliant", "True", "Compliant", msg))}, mods...)...)
@@ -216,6 +234,14 @@ func TestTeamRequirements(t *testing.T) {
 			req:    withFetched(nsXR(set("metadata.namespace", "team-b")), fetched{policies: policyB}, reqPolicies),
 			want:   teamB,
 		},
+		"WidgetQuotaOnly": {
+			reason: "Where no key quota applies the function does not ask for the namespace's WidgetKeys, most of what a namespace has: a new XR asks for its Widgets and its XRs.",
+			req: withFetched(nsXR(set("metadata.namespace", "team-b")), fetched{
+				namespace: namespaceObj("team-b", labelsB),
+				policies:  []map[string]any{policyEC("team-b", map[string]any{"namespaceSelector": forTeam("team-b"), "quotas": map[string]any{"widgets": 1}})},
+			}, every...),
+			want: widgetQuotaB,
+		},
 		"EverythingFetched": {
 			reason: "With what it asked for, the function asks for exactly the same again: Crossplane stops calling once the requirements are equal.",
 			req: withFetched(nsXR(set("metadata.namespace", "team-b")), fetched{
@@ -245,7 +271,7 @@ func TestTeamRequirements(t *testing.T) {
 		"ClaimOfTeamB": {
 			reason: "A claim's XR asks for its claim's namespace: the claim counts towards the same quotas as the namespace's XWidgets.",
 			req:    withFetched(legacyXR(), fetched{policies: policyB}, reqPolicies),
-			want:   teamB,
+			want:   claimB,
 		},
 		"SettledNeedsNoUsage": {
 			reason: "An admitted XWidget that does not grow, whose Widget became Ready after its creation second and that already complies with these limits, no longer asks for its namespace's usage: another widget's change cannot change its verdict.",
@@ -260,7 +286,7 @@ func TestTeamRequirements(t *testing.T) {
 		"NotYetCounted": {
 			reason: "Before its Namespace is fetched, the function cannot tell whether the XWidget is settled: it asks for the Namespace and the usage at once.",
 			req:    withObserved(withFetched(settledXR(compliantA), fetchedA, reqPolicies), nsWidget(readyAt("2026-01-01T00:01:00Z"))),
-			want:   teamAUsage,
+			want:   teamAGuess,
 		},
 		"ReadyInItsCreationSecond": {
 			reason: "A Widget Ready in the second it was created may be ordered after a widget created in that second that the call did not count: the XWidget keeps counting.",
@@ -324,7 +350,7 @@ func TestTeamRequirements(t *testing.T) {
 // not twice. A requirement that differs from the function's would cost a
 // call more, not less.
 func TestCompositionsBootstrapPolicies(t *testing.T) {
-	want := teamRequirements("any", false, false).GetResources()
+	want := teamRequirements("any", needs{}).GetResources()
 	for _, path := range []string{"../examples/composition/namespaced/composition.yaml", "../examples/composition/legacy/composition.yaml"} {
 		t.Run(path, func(t *testing.T) {
 			b, err := os.ReadFile(path)

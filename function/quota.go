@@ -33,11 +33,13 @@ const (
 // A counted is one Widget or WidgetKey that counts towards a namespace's
 // quotas.
 type counted struct {
-	legacy  bool
-	name    string
-	owner   string
-	size    string
-	created metav1.Time
+	legacy bool
+	name   string
+	owner  string
+	// composite is the XR that composed it (label crossplane.io/composite).
+	composite string
+	size      string
+	created   metav1.Time
 }
 
 // usage is what a namespace has: its Widgets and WidgetKeys, namespaced and
@@ -54,12 +56,18 @@ type team struct {
 	// counted is whether usage holds the namespace's usage as Crossplane
 	// fetched it for this call.
 	counted bool
+	// queue is the namespace's XRs of the XR's kind, read for a new XR
+	// (admission.go).
+	queue queue
 }
 
 // readTeam reads the namespace, its policies and usage from the request's
 // required resources, and returns what the function requires. Until
 // Crossplane has fetched all of that the function decides on the
 // Composition's policy alone, and Crossplane calls it again with them.
+// Where a quota applies it requires the namespace's Widgets, its WidgetKeys
+// only where a key quota applies, and, with queue non-nil (a new XR), the
+// XRs queue selects (admission.go).
 //
 // settled reports, given the namespace's limits, whether the XR no longer
 // needs the namespace's usage (settledInNamespace). The usage is then neither
@@ -69,27 +77,28 @@ type team struct {
 // every XR there (docs/benchmarks.md#namespace-policy-cost). Without that, one
 // team's quota made every converging XR of every other namespace count its
 // namespace, and core's per-XR circuit breakers opened.
-func readTeam(req *fnv1.RunFunctionRequest, ns string, pol policy, settled func(namespaceLimits) bool) (team, *fnv1.Requirements, error) {
+func readTeam(req *fnv1.RunFunctionRequest, ns string, pol policy, queue *fnv1.ResourceSelector, settled func(namespaceLimits) bool) (team, *fnv1.Requirements, error) {
 	t := team{limits: limitsFor(ns, pol, nil)}
 	if ns == "" {
 		return t, nil, nil
 	}
 	got, err := request.GetRequiredResources(req)
 	if err != nil {
-		return t, teamRequirements(ns, false, false), unreadable(err, "cannot read the required resources Crossplane sent")
+		return t, teamRequirements(ns, needs{}), unreadable(err, "cannot read the required resources Crossplane sent")
 	}
 	ecs, ok := got[reqPolicies]
 	if !ok {
-		return t, teamRequirements(ns, false, false), nil
+		return t, teamRequirements(ns, needs{}), nil
 	}
 	if len(ecs) == 0 {
-		return t, teamRequirements(ns, false, false), nil
+		return t, teamRequirements(ns, needs{}), nil
 	}
 	n, ok := got[reqNamespace]
 	if !ok {
 		// Whether the XR needs the usage depends on the namespace's
-		// limits: ask for both at once, to save a call.
-		return t, teamRequirements(ns, true, true), nil
+		// limits: ask for what a widget and a key quota need at once, to
+		// save a call where both apply.
+		return t, teamRequirements(ns, needs{namespace: true, widgets: true, keys: true, queue: queue}), nil
 	}
 
 	var nsLabels map[string]string
@@ -105,10 +114,11 @@ func readTeam(req *fnv1.RunFunctionRequest, ns string, pol policy, settled func(
 	slices.SortFunc(policies, func(a, b namespacePolicy) int { return cmp.Compare(a.name, b.name) })
 	limits := limitsFor(ns, pol, policies)
 	if !limits.hasQuota() || settled(limits) {
-		return team{limits: limits}, teamRequirements(ns, true, false), nil
+		return team{limits: limits}, teamRequirements(ns, needs{namespace: true}), nil
 	}
 
-	reqs := teamRequirements(ns, true, true)
+	keys := limits.keys.max >= 0
+	reqs := teamRequirements(ns, needs{namespace: true, widgets: true, keys: keys, queue: queue})
 	for k := range reqs.GetResources() {
 		if _, ok := got[k]; !ok {
 			return t, reqs, nil
@@ -117,9 +127,14 @@ func readTeam(req *fnv1.RunFunctionRequest, ns string, pol policy, settled func(
 	t.limits = limits
 	t.counted = true
 	t.usage.widgets = append(countOf(got[reqWidgets], false), countOf(got[reqLegacyWidgets], true)...)
-	t.usage.keys = append(countOf(got[reqKeys], false), countOf(got[reqLegacyKeys], true)...)
+	if keys {
+		t.usage.keys = append(countOf(got[reqKeys], false), countOf(got[reqLegacyKeys], true)...)
+	}
 	sortCounted(t.usage.widgets)
 	sortCounted(t.usage.keys)
+	if queue != nil {
+		t.queue = readQueue(got[reqQueue], pol)
+	}
 	return t, reqs, nil
 }
 
@@ -127,7 +142,7 @@ func countOf(rs []resource.Required, legacy bool) []counted {
 	out := make([]counted, 0, len(rs))
 	for _, r := range rs {
 		u := r.Resource
-		c := counted{legacy: legacy, name: u.GetName(), created: u.GetCreationTimestamp()}
+		c := counted{legacy: legacy, name: u.GetName(), composite: u.GetLabels()[labelComposite], created: u.GetCreationTimestamp()}
 		c.owner = u.GetLabels()[labelClaimName]
 		if c.owner == "" {
 			c.owner = u.GetLabels()[labelComposite]
@@ -196,6 +211,10 @@ type verdict struct {
 	// yet seen its Widget Ready after its creation second
 	// (settledInNamespace).
 	provisional bool
+	// pending, when set, is the condition of a new XR that fits its
+	// namespace's quotas but waits until the XRs created in the same second
+	// are counted: it composes nothing yet (admission.go).
+	pending *condition
 }
 
 // admit checks the settings an XR asks for against its namespace's limits and
@@ -203,8 +222,9 @@ type verdict struct {
 // rejected for what it already has, only for a change that would exceed a
 // limit (a bigger size, more keys); what it has beyond the current limits is
 // returned as kept. A new XR is rejected for any limit it exceeds, and while
-// a namespace policy that may apply is invalid.
-func admit(x xwidget, want settings, o own, t team, currentSize string) (verdict, error) {
+// a namespace policy that may apply is invalid; ahead are the new XRs of its
+// namespace ordered before it, for which it leaves room (admission.go).
+func admit(x xwidget, want settings, o own, t team, currentSize string, ahead []queued) (verdict, error) {
 	l, u := t.limits, t.usage
 	v := verdict{limits: l}
 	admitted := o.widget != ""
@@ -254,15 +274,20 @@ func admit(x xwidget, want settings, o own, t team, currentSize string) (verdict
 		switch {
 		case !admitted && len(others) >= q.max:
 			quotas = append(quotas, field.Forbidden(spec, fmt.Sprintf("%s already has %d of %d widgets (quota set by %s): %s", l.namespace, len(others), q.max, q.decidedBy(), owners(others))))
+		case !admitted && len(others)+len(ahead) >= q.max:
+			quotas = append(quotas, field.Forbidden(spec, fmt.Sprintf("%s has %d of %d widgets (quota set by %s)%s, and %d XWidgets or claims created earlier wait for the rest: %s", l.namespace, len(others), q.max, q.decidedBy(), ownersOrNothing(others), len(ahead), names(ahead))))
 		case admitted && rank >= q.max:
 			v.kept = append(v.kept, fmt.Sprintf("%s has %d widgets, more than the quota of %d set by %s", l.namespace, len(others)+1, q.max, q.decidedBy()))
 		}
 	}
 	if q := l.widgetsPerSize[want.size]; q != nil {
 		others, rank := othersAndRank(u.widgets, o.isWidget, func(c counted) bool { return c.size == want.size })
+		sized := slices.DeleteFunc(slices.Clone(ahead), func(e queued) bool { return e.size != want.size })
 		switch {
 		case (!admitted || currentSize != want.size) && len(others) >= q.max:
 			quotas = append(quotas, field.Forbidden(spec.Child("size"), fmt.Sprintf("%s already has %d of %d %s widgets (quota set by %s): %s", l.namespace, len(others), q.max, want.size, q.decidedBy(), owners(others))))
+		case !admitted && len(others)+len(sized) >= q.max:
+			quotas = append(quotas, field.Forbidden(spec.Child("size"), fmt.Sprintf("%s has %d of %d %s widgets (quota set by %s)%s, and %d XWidgets or claims created earlier wait for the rest: %s", l.namespace, len(others), q.max, want.size, q.decidedBy(), ownersOrNothing(others), len(sized), names(sized))))
 		case admitted && currentSize == want.size && rank >= q.max:
 			v.kept = append(v.kept, fmt.Sprintf("%s has %d %s widgets, more than the quota of %d set by %s", l.namespace, len(others)+1, want.size, q.max, q.decidedBy()))
 		}
@@ -272,7 +297,13 @@ func admit(x xwidget, want settings, o own, t team, currentSize string) (verdict
 		// What the XR has: its keys in the list, or, should the list miss
 		// them, the ones it observes.
 		mine := max(len(u.keys)-len(others), len(o.keys))
-		if len(others)+want.keys > q.max {
+		reserved := 0
+		for _, e := range ahead {
+			reserved += e.keys
+		}
+		if !admitted && reserved > 0 && len(others)+reserved+want.keys > q.max {
+			quotas = append(quotas, field.Forbidden(spec.Child("keys"), fmt.Sprintf("%s has %d of %d access keys (quota set by %s), and XWidgets or claims created earlier wait for %d more: %s; this one asks for %d, at most %d fit", l.namespace, len(others), q.max, q.decidedBy(), reserved, names(ahead), want.keys, max(q.max-len(others)-reserved, 0))))
+		} else if len(others)+want.keys > q.max {
 			if want.keys > mine {
 				quotas = append(quotas, field.Forbidden(spec.Child("keys"), fmt.Sprintf("%s already has %d of %d access keys in other widgets (quota set by %s); this one asks for %d, at most %d fit", l.namespace, len(others), q.max, q.decidedBy(), want.keys, max(q.max-len(others), 0))))
 			} else {
@@ -320,6 +351,14 @@ func othersAndRank(cs []counted, isOwn, match func(counted) bool) ([]counted, in
 		rank = len(others)
 	}
 	return others, rank
+}
+
+// ownersOrNothing is ": " and the owners of cs, or nothing when cs is empty.
+func ownersOrNothing(cs []counted) string {
+	if len(cs) == 0 {
+		return ""
+	}
+	return ": " + owners(cs)
 }
 
 // maxOwnersShown bounds the names a quota message lists.
@@ -390,25 +429,42 @@ func clip(s string) string {
 }
 
 // admitInNamespace applies the policies and quotas of the XR's namespace to
-// an XR its Composition's policy admits, and asks for what it needs to.
-func admitInNamespace(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRequest, s *state, pol policy, want settings) (verdict, error) {
+// an XR its Composition's policy admits, and asks for what it needs to. A
+// verdict with pending set admits nothing yet: the function composes nothing
+// and is called again (admission.go). now is the function's clock.
+func admitInNamespace(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRequest, s *state, pol policy, want settings, now time.Time) (verdict, error) {
 	o := ownOf(s)
 	current := s.widget.atProvider.Size
 	if sz := widgetSpecSize(s); sz != "" {
 		current = sz
 	}
 	settled := func(l namespaceLimits) bool { return settledInNamespace(s, want, o, l, current) }
-	t, reqs, err := readTeam(req, teamNamespace(s.xr), pol, settled)
+	ns := teamNamespace(s.xr)
+	var qs *fnv1.ResourceSelector
+	if composedNothing(s) {
+		qs = queueSelector(req, s.xr, ns)
+	}
+	t, reqs, err := readTeam(req, ns, pol, qs, settled)
 	rsp.Requirements = reqs
 	if err != nil {
 		return verdict{limits: t.limits}, err
+	}
+	me := self(req, want)
+	var ahead []queued
+	if t.queue.read {
+		ahead = t.queue.ahead(me, t.usage.widgets, o.legacy)
 	}
 	for _, c := range t.usage.widgets {
 		if o.isWidget(c) && c.size != "" {
 			current = c.size
 		}
 	}
-	v, err := admit(s.xr, want, o, t, current)
+	v, err := admit(s.xr, want, o, t, current, ahead)
+	if err == nil && t.queue.read && !completeView(me, later(t.queue.horizon, observedHorizon(req))) {
+		c := pendingCondition(s.xr, ns, me, now)
+		v.pending = &c
+		return v, nil
+	}
 	// Only a call that counted the namespace's usage with the XR's Widget
 	// Ready after its creation second may write the final condition that
 	// settles the XR: an earlier Compliant one was decided before a racing
