@@ -222,3 +222,37 @@ func TestLimitConcurrency(t *testing.T) {
 		t.Errorf("a review while the only slot is busy: -want, +got:\n%s", diff)
 	}
 }
+
+// TestLimitBufferedBytes holds a review that has been read, and sends a
+// second one that would take the bodies held over MaxBufferedBytes: it must
+// be refused with 503 and a Retry-After, and served once the first is done.
+func TestLimitBufferedBytes(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	first := true
+	h := Limit(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if first {
+			first = false
+			close(entered)
+			<-release
+		}
+	}), Limits{MaxRequestBytes: 1000, MaxBufferedBytes: 1000})
+	body := reviewHead + strings.Repeat(" ", 400) + reviewTail
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/convert", strings.NewReader(body)))
+	}()
+	<-entered
+	held := httptest.NewRecorder()
+	h.ServeHTTP(held, httptest.NewRequest(http.MethodPost, "/convert", strings.NewReader(body)))
+	close(release)
+	<-done
+	after := httptest.NewRecorder()
+	h.ServeHTTP(after, httptest.NewRequest(http.MethodPost, "/convert", strings.NewReader(body)))
+
+	got := fmt.Sprintf("while held: %d Retry-After=%q; after: %d", held.Code, held.Header().Get("Retry-After"), after.Code)
+	if diff := cmp.Diff(`while held: 503 Retry-After="1"; after: 200`, got); diff != "" {
+		t.Errorf("a %d-byte review while another holds %d of 1000 bytes: -want, +got:\n%s", len(body), len(body), diff)
+	}
+}

@@ -31,6 +31,15 @@ type ServerOptions struct {
 	// wait to be accepted. Defaults to DefaultMaxConnections.
 	MaxConnections int
 
+	// MaxConnectionsPerAddress is how many of them one client address (an
+	// IPv4 address, or an IPv6 /64) may hold. Its further connections wait,
+	// without holding one of the MaxConnections, until one of its own
+	// closes; those still waiting after ReadHeaderTimeout, and those beyond
+	// MaxConnectionsPerAddress*4 waiting at once, are closed. Loopback
+	// addresses count like any other. Defaults to
+	// DefaultMaxConnectionsPerAddress.
+	MaxConnectionsPerAddress int
+
 	// TLSOpts change the TLS configuration, e.g. its minimum version.
 	TLSOpts []func(*tls.Config)
 
@@ -46,6 +55,12 @@ type ServerOptions struct {
 const (
 	// DefaultMaxConnections is how many connections are served at once.
 	DefaultMaxConnections = 32
+	// DefaultMaxConnectionsPerAddress is how many of them one client
+	// address may hold, so that one address cannot hold them all. An
+	// apiserver replica is one address and shares one HTTP/2 connection
+	// between its conversions; the extra connections a burst of its first
+	// requests dials wait rather than fail (TestConversionBurst).
+	DefaultMaxConnectionsPerAddress = 8
 	// MaxStreamsPerConnection is how many HTTP/2 requests one connection
 	// may have open at once.
 	MaxStreamsPerConnection = 32
@@ -73,13 +88,18 @@ const (
 // without a client certificate or token (apiextensions-apiserver builds its
 // webhook client from an empty kubeconfig, unlike admission webhooks'), so
 // a NetworkPolicy admitting only the API server is what keeps other callers
-// out (examples/runtime/networkpolicy.yaml).
+// out (docs/install.md#admit-only-the-api-server-to-the-conversion-webhook).
+// Without one, the server's bounds keep one client address from holding
+// more than MaxConnectionsPerAddress connections.
 func NewServer(o ServerOptions) webhook.Server {
 	if o.Port == 0 {
 		o.Port = 9443
 	}
 	if o.MaxConnections <= 0 {
 		o.MaxConnections = DefaultMaxConnections
+	}
+	if o.MaxConnectionsPerAddress <= 0 {
+		o.MaxConnectionsPerAddress = DefaultMaxConnectionsPerAddress
 	}
 	for _, d := range []struct {
 		v   *time.Duration
@@ -146,7 +166,7 @@ func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	s.started = true
 	s.mu.Unlock()
-	if err := srv.Serve(tls.NewListener(limitListener(l, s.o.MaxConnections), cfg)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.Serve(tls.NewListener(limitListener(l, s.o.MaxConnections, s.o.MaxConnectionsPerAddress, s.o.ReadHeaderTimeout), cfg)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("cannot serve the webhook: %w", err)
 	}
 	<-done
@@ -173,47 +193,3 @@ func (s *Server) StartedChecker() healthz.Checker {
 
 // NeedLeaderElection is false: every replica serves conversions.
 func (s *Server) NeedLeaderElection() bool { return false }
-
-// limitListener accepts at most n connections at once: Accept waits for an
-// open one to close.
-func limitListener(l net.Listener, n int) net.Listener {
-	return &limitedListener{Listener: l, slots: make(chan struct{}, n), closed: make(chan struct{})}
-}
-
-type limitedListener struct {
-	net.Listener
-	slots     chan struct{}
-	closed    chan struct{}
-	closeOnce sync.Once
-}
-
-func (l *limitedListener) Accept() (net.Conn, error) {
-	select {
-	case l.slots <- struct{}{}:
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.slots
-		return nil, err
-	}
-	return &slotConn{Conn: c, release: func() { <-l.slots }}, nil
-}
-
-func (l *limitedListener) Close() error {
-	l.closeOnce.Do(func() { close(l.closed) })
-	return l.Listener.Close()
-}
-
-type slotConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *slotConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
-}
