@@ -63,7 +63,7 @@ func (c *CLI) Run() error {
 		}
 	}
 	log.Info("Starting function-widget", "version", version, "address", c.Address, "insecure", c.Insecure, "metrics-address", c.MetricsAddress, "health-probe-address", c.HealthProbeAddress)
-	return function.Serve(f,
+	return function.Serve(Recover(f, log, m),
 		function.Listen(c.Network, c.Address),
 		function.MTLSCertificates(c.TLSCertsDir),
 		function.Insecure(c.Insecure),

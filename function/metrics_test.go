@@ -55,6 +55,7 @@ func TestPrometheusMetrics(t *testing.T) {
 	m.Observe(FlavourLegacy, OutcomeReady)
 	m.Observe(FlavourLegacy, OutcomeReady)
 	m.Observe(FlavourNamespaced, OutcomeFatal)
+	m.Panicked()
 
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -73,9 +74,10 @@ func TestPrometheusMetrics(t *testing.T) {
 	want := map[string]float64{
 		"function_widget_compositions_total flavour=Legacy outcome=Ready":     2,
 		"function_widget_compositions_total flavour=Namespaced outcome=Fatal": 1,
+		"function_widget_panics_total":                                        1,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("the counter should count calls by flavour and outcome: -want, +got:\n%s", diff)
+		t.Errorf("the counters should count calls by flavour and outcome, and panics: -want, +got:\n%s", diff)
 	}
 
 	if _, err := NewPrometheusMetrics(reg); err == nil {
