@@ -184,7 +184,7 @@ func TestOwnershipMarkers(t *testing.T) {
 var cmpIgnoreConnection = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".ConnectionDetails" }, cmp.Ignore())
 
 func reasonsOf(events []event.Event) []string {
-	var out []string
+	out := make([]string, 0, len(events))
 	for _, e := range events {
 		out = append(out, string(e.Reason))
 	}
