@@ -170,6 +170,12 @@ func run(c *cli) error {
 		Metrics:                    metricsserver.Options{BindAddress: c.MetricsBindAddress},
 		HealthProbeBindAddress:     c.HealthProbeBindAddress,
 		PprofBindAddress:           c.PprofBindAddress,
+
+		// A leader that stops hands its lease over at once, not after
+		// --lease-duration. Safe: the manager releases it once its runnables
+		// have returned (or its 30s shutdown grace is over), and main exits
+		// as soon as Start returns.
+		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
 		return fmt.Errorf("cannot create controller manager: %w", err)
