@@ -5,6 +5,7 @@ package harness
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 
@@ -19,6 +20,11 @@ import (
 // process ends however it ends.
 func LockDir(dir string) (unlock func(), err error) {
 	path := dir + ".lock"
+	// A fresh clone has no _output yet: the lock is taken before the
+	// control plane creates dir.
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, errors.Wrapf(err, "cannot create the directory of lock file %s", path)
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot open lock file %s", path)

@@ -30,6 +30,17 @@ func TestLockDir(t *testing.T) {
 	unlock2()
 }
 
+// TestLockDirInFreshClone takes the lock where its directory does not
+// exist yet, as the e2e bench does in a fresh clone (no _output/bench).
+func TestLockDirInFreshClone(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "_output", "bench", "e2e-harness")
+	unlock, err := LockDir(dir)
+	if err != nil {
+		t.Fatalf("LockDir(%s) whose parent does not exist: %v", dir, err)
+	}
+	unlock()
+}
+
 // TestLockDirReleasedOnExit checks that a process killed while it holds the
 // lock does not leave it held.
 func TestLockDirReleasedOnExit(t *testing.T) {
