@@ -171,8 +171,11 @@ func observedHorizon(req *fnv1.RunFunctionRequest) time.Time {
 }
 
 // ahead returns the XRs of the queue ordered before me that have no Widget
-// among widgets (of my flavour, legacy or not), oldest first.
-func (q queue) ahead(me queued, widgets []counted, legacy bool) []queued {
+// among widgets (of my flavour, legacy or not), oldest first. An XR whose
+// size or key count the namespace's limits refuse holds no place: its own
+// calls refuse it before its quota is counted, so it composes nothing until
+// it changes.
+func (q queue) ahead(me queued, widgets []counted, legacy bool, l namespaceLimits) []queued {
 	holders := map[string]bool{}
 	for _, w := range widgets {
 		if w.legacy == legacy && w.composite != "" {
@@ -181,13 +184,19 @@ func (q queue) ahead(me queued, widgets []counted, legacy bool) []queued {
 	}
 	out := []queued{}
 	for _, e := range q.xrs {
-		if e.name == me.name || holders[e.name] || !e.before(me) {
+		if e.name == me.name || holders[e.name] || !e.before(me) || l.refuses(e) {
 			continue
 		}
 		out = append(out, e)
 	}
 	slices.SortFunc(out, compareQueued)
 	return out
+}
+
+// refuses reports whether the limits refuse what a queued XR asks for: a
+// size they do not allow, or more keys per widget than they allow.
+func (l namespaceLimits) refuses(e queued) bool {
+	return !l.sizes.allows(e.size) || (l.maxKeys.max >= 0 && e.keys > l.maxKeys.max)
 }
 
 // completeView reports whether a call's view of the XRs of my kind holds

@@ -118,8 +118,12 @@ func TestQuotaBurst(t *testing.T) {
 // wait until a call has seen every XR created in its second.
 func TestQueuedAdmission(t *testing.T) {
 	nsA := namespaceObj("team-a", map[string]any{"widgetco.io/team": "team-a"})
-	quota := func(q map[string]any) []map[string]any {
-		return []map[string]any{policyEC("team-a", withQuotas(teamAPolicy(), q))}
+	quota := func(q, rules map[string]any) []map[string]any {
+		p := withQuotas(teamAPolicy(), q)
+		if rules != nil {
+			p["rules"] = rules
+		}
+		return []map[string]any{policyEC("team-a", p)}
 	}
 	me := burstXR("web", burstUID(3), "2026-11-27T10:00:01Z")
 	// An XR created a second before "web": ordered before it.
@@ -214,6 +218,12 @@ func TestQueuedAdmission(t *testing.T) {
 			now:  at("2026-11-27T10:00:01.3Z"),
 			want: want{Outcome: admittedIn{Reason: reasonCompliant, Composed: true}},
 		},
+		"RefusedXRHoldsNoPlace": {
+			reason:  "Older new XRs whose size or key count the namespace's rules refuse are refused by their own calls and compose nothing: they hold no place, and the XR takes the one slot.",
+			xr:      me,
+			fetched: fetched{xwidgets: []map[string]any{older("db", set("spec.size", "large")), older("cache", set("metadata.uid", burstUID(11)), set("spec.keys", 3)), me}},
+			want:    want{Outcome: admittedIn{Reason: reasonCompliant, Composed: true}},
+		},
 		"RefusedWithoutWaiting": {
 			reason: "An XR that does not fit even in an incomplete view is refused at once: XRs the view misses can only take places before it.",
 			xr:     burstXR("web", burstUID(3), "2026-11-27T10:00:00Z"),
@@ -238,6 +248,10 @@ func TestQueuedAdmission(t *testing.T) {
 		"WaitMessageChangesAfterTheSecond": {"widgets": 1},
 		"AdmittedOnceTheWriteIsSeen":       {"widgets": 1},
 		"RefusedWithoutWaiting":            {"widgets": 2},
+		"RefusedXRHoldsNoPlace":            {"widgets": 1},
+	}
+	rules := map[string]map[string]any{
+		"RefusedXRHoldsNoPlace": {"allowedSizes": []any{"small", "medium"}, "maxKeys": 2},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -249,7 +263,7 @@ func TestQueuedAdmission(t *testing.T) {
 				f.clock = func() time.Time { return tc.now }
 			}
 			req := testRequest{xr: tc.xr, input: policyInput()}.build()
-			tc.fetched.namespace, tc.fetched.policies = nsA, quota(quotas[name])
+			tc.fetched.namespace, tc.fetched.policies = nsA, quota(quotas[name], rules[name])
 			req.RequiredResources = tc.fetched.resources()
 			rsp, err := f.RunFunction(t.Context(), req)
 			if err != nil {

@@ -452,7 +452,7 @@ func admitInNamespace(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionReques
 	me := self(req, want)
 	var ahead []queued
 	if t.queue.read {
-		ahead = t.queue.ahead(me, t.usage.widgets, o.legacy)
+		ahead = t.queue.ahead(me, t.usage.widgets, o.legacy, t.limits)
 	}
 	for _, c := range t.usage.widgets {
 		if o.isWidget(c) && c.size != "" {
