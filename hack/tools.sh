@@ -2,7 +2,8 @@
 # hack/tools.sh - build and cache the heavy out-of-tree binaries that the
 # integration, render and e2e test tiers and the demo need (kube-apiserver,
 # etcd, Crossplane core, the Crossplane CLI, golangci-lint, kubectl, benchmark
-# peers).
+# peers, and, opt in, what a real node runs: kubelet, containerd, runc, CNI
+# plugins, CoreDNS).
 #
 # Why this exists:
 #   * There is no internet here, only the Go module proxy. So nothing is
@@ -20,11 +21,14 @@
 #
 # Usage:
 #   bash hack/tools.sh                 build (or reuse) the default set
-#   bash hack/tools.sh all             default set + optional benchmark peers
+#   bash hack/tools.sh all             default set + optional benchmark peers + node
+#   bash hack/tools.sh node            the real node's tools (test/lib/node): kubelet,
+#                                      kube-scheduler, kube-proxy, containerd (+ shim,
+#                                      ctr), runc, cni-plugins, coredns
 #   bash hack/tools.sh etcd crank ...  build just the named tools
 #   bash hack/tools.sh path <name>     print a cached path: a tool's binary, or
 #                                      crossplane-crds, crossplane-webhookconfigs,
-#                                      kubebuilder-assets
+#                                      kubebuilder-assets, cni-plugins-dir
 #   bash hack/tools.sh env             print `export` lines for tests / make
 #   bash hack/tools.sh list            print tool names, versions and status
 #
@@ -53,7 +57,10 @@ elif [[ -n ${WIDGET_CORE:-} ]]; then
 	exit 1
 fi
 OPTIONAL_TOOLS=(function-patch-and-transform function-auto-ready crossplane-patched)
-ALL_TOOLS=("${DEFAULT_TOOLS[@]}" "${OPTIONAL_TOOLS[@]}")
+# What a real node runs (issue 43; test/lib/node). Opt in: `make test` does
+# not build them. kube-controller-manager is already a default tool.
+NODE_TOOLS=(runc cni-plugins containerd kubelet kube-scheduler kube-proxy coredns)
+ALL_TOOLS=("${DEFAULT_TOOLS[@]}" "${OPTIONAL_TOOLS[@]}" "${NODE_TOOLS[@]}")
 
 log() { printf 'tools: %s\n' "$*" >&2; }
 die() { printf 'tools: ERROR: %s\n' "$*" >&2; exit 1; }
@@ -61,18 +68,74 @@ die() { printf 'tools: ERROR: %s\n' "$*" >&2; exit 1; }
 # tool_recipe NAME sets the T_* variables describing how to build NAME.
 #   T_VERSION  upstream version (for the cache key and messages)
 #   T_MODDIR   the tool's module directory (tools/<dir>)
-#   T_PKG      the main package to build
-#   T_BIN      the binary name in the cache
+#   T_PKG      the main package to build, or several (space-separated): each
+#              becomes bin/<last element of its path>
+#   T_BIN      the binary name in the cache (with several packages: the one
+#              `path` and `env` name)
 #   T_LDFLAGS  extra -ldflags (version stamping, which `go build` of a
 #              dependency does not do by itself)
 #   T_ETA      rough first-build time on 2 cores, for the progress line
 #   T_ENV      name of the env var `env` exports for the binary
 #   T_EXTRAS   directories of the built module copied next to bin/
-# T_VERSION, T_PKG, T_LDFLAGS and T_EXTRAS (with the module's go.mod and
-# go.sum) make up the cache key.
+#   T_TAGS     build tags (-tags), if any
+#   T_CGO      1 to build with cgo (default 0: static binaries)
+#   T_PREPARE  a function run before `go build` with the temp dir as its
+#              argument, for a build's C dependencies (runc's libseccomp)
+# T_VERSION, T_PKG, T_LDFLAGS, T_EXTRAS, T_TAGS, T_CGO and T_PREPARE (with
+# the module's go.mod and go.sum) make up the cache key.
 tool_recipe() {
-	T_LDFLAGS="-s -w" T_EXTRAS="" T_PATCHES=""
+	T_LDFLAGS="-s -w" T_EXTRAS="" T_PATCHES="" T_TAGS="" T_CGO=0 T_PREPARE=""
 	case "$1" in
+	kubelet | kube-scheduler | kube-proxy)
+		# The real node (test/lib/node): built and stamped like
+		# kube-apiserver, from the same k8s.io/kubernetes version.
+		T_VERSION=v1.35.4 T_MODDIR=$1 T_BIN=$1
+		T_PKG=k8s.io/kubernetes/cmd/$1
+		case "$1" in
+		kubelet) T_ETA="~7 min" T_ENV=KUBELET_BIN ;;
+		kube-scheduler) T_ETA="~3 min" T_ENV=KUBE_SCHEDULER_BIN ;;
+		kube-proxy) T_ETA="~3 min" T_ENV=KUBE_PROXY_BIN ;;
+		esac
+		local k
+		for k in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+			T_LDFLAGS+=" -X ${k}.gitVersion=v1.35.4 -X ${k}.gitMajor=1 -X ${k}.gitMinor=35"
+			T_LDFLAGS+=" -X ${k}.gitTreeState=clean -X ${k}.buildDate=2026-04-15T18:01:22Z"
+		done
+		;;
+	containerd)
+		# containerd, its runc shim and ctr in one bin/ (containerd finds
+		# the shim next to itself or in PATH). Static like upstream's shim
+		# (its Makefile: SHIM_CGO_ENABLED=0); without cgo the btrfs
+		# snapshotter is left out, overlayfs is what the node uses.
+		T_VERSION=v2.2.9 T_MODDIR=containerd T_BIN=containerd
+		T_PKG="github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr"
+		T_ETA="~5 min" T_ENV=CONTAINERD_BIN T_TAGS=urfave_cli_no_docs
+		T_LDFLAGS+=" -X github.com/containerd/containerd/v2/version.Version=v2.2.9"
+		T_LDFLAGS+=" -X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2"
+		;;
+	runc)
+		# kubelet always asks for the RuntimeDefault seccomp profile, so
+		# runc needs the seccomp tag, hence cgo and libseccomp (linked
+		# statically from Debian's libseccomp-dev, see prepare_libseccomp).
+		T_VERSION=v1.3.0 T_MODDIR=runc T_BIN=runc
+		T_PKG=github.com/opencontainers/runc T_ETA="~1 min" T_ENV=RUNC_BIN
+		T_CGO=1 T_TAGS=seccomp T_PREPARE=prepare_libseccomp
+		T_LDFLAGS+=" -X main.gitCommit=v1.3.0" # its version is go:embed-ded
+		;;
+	cni-plugins)
+		# The plugins a one-node bridge network needs; bin/ is the CNI
+		# plugin directory (`env`: CNI_PLUGINS_DIR).
+		T_VERSION=v1.10.0 T_MODDIR=cni-plugins T_BIN=bridge
+		T_PKG="github.com/containernetworking/plugins/plugins/main/bridge github.com/containernetworking/plugins/plugins/ipam/host-local github.com/containernetworking/plugins/plugins/main/loopback github.com/containernetworking/plugins/plugins/meta/portmap"
+		T_ETA="~1 min" T_ENV=CNI_BRIDGE_BIN
+		T_LDFLAGS+=" -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=v1.10.0"
+		;;
+	coredns)
+		# The module root is CoreDNS's own main with its default plugins.
+		T_VERSION=v1.12.1 T_MODDIR=coredns T_BIN=coredns
+		T_PKG=github.com/coredns/coredns T_ETA="~2 min" T_ENV=COREDNS_BIN
+		T_LDFLAGS+=" -X github.com/coredns/coredns/coremain.GitCommit=v1.12.1"
+		;;
 	kube-controller-manager)
 		# Only its garbage collector and namespace controllers are used:
 		# envtest has none, and Crossplane v2 relies on Kubernetes GC to
@@ -192,6 +255,10 @@ tool_key() {
 		done
 		printf 'pkg=%s\nldflags=%s\ncgo=0 trimpath\n' "${T_PKG}" "${T_LDFLAGS}"
 		if [[ -n ${T_EXTRAS} ]]; then printf 'extras=%s\n' "${T_EXTRAS}"; fi
+		# Only when set, so that the keys of the tools without them stay.
+		if [[ -n ${T_TAGS} ]]; then printf 'tags=%s\n' "${T_TAGS}"; fi
+		if [[ ${T_CGO} != 0 ]]; then printf 'cgo=%s\n' "${T_CGO}"; fi
+		if [[ -n ${T_PREPARE} ]]; then declare -f "${T_PREPARE}"; fi
 		local p
 		for p in ${T_PATCHES}; do cat "${dir}/patches/${p}"; done
 	} | sha256sum | cut -c1-8)
@@ -241,22 +308,38 @@ build_tool() {
 	if [[ -n ${T_PATCHES} ]]; then
 		moddir=$(patched_module "${BUILD_TMP}")
 	fi
+	local -a pkgs extra=()
+	read -r -a pkgs <<<"${T_PKG}"
+	local out=${BUILD_TMP}/bin/${T_BIN}
+	if ((${#pkgs[@]} > 1)); then
+		out=${BUILD_TMP}/bin/ # go build names each binary after its package
+		mkdir -p "${out}"
+	fi
+	if [[ -n ${T_TAGS} ]]; then extra+=(-tags "${T_TAGS}"); fi
+	local -a cgoenv=()
+	if [[ -n ${T_PREPARE} ]]; then
+		# Prints the environment (NAME=value lines) the build needs.
+		mapfile -t cgoenv < <("${T_PREPARE}" "${BUILD_TMP}") || die "preparing ${name}'s build failed"
+		((${#cgoenv[@]} > 0)) || die "preparing ${name}'s build failed"
+	fi
 	if ! (cd "${moddir}" &&
-		GOWORK=off CGO_ENABLED=0 nice -n 10 go build \
-			-mod=readonly -trimpath -buildvcs=false \
+		env ${cgoenv[@]+"${cgoenv[@]}"} GOWORK=off CGO_ENABLED="${T_CGO}" nice -n 10 go build \
+			-mod=readonly -trimpath -buildvcs=false ${extra[@]+"${extra[@]}"} \
 			-ldflags "${T_LDFLAGS}" \
-			-o "${BUILD_TMP}/bin/${T_BIN}" "${T_PKG}"); then
+			-o "${out}" "${pkgs[@]}"); then
 		die "building ${name} ${T_VERSION} failed (module tools/${T_MODDIR}, package ${T_PKG}); see the go output above"
 	fi
 
 	copy_extras "${BUILD_TMP}"
-	rm -rf "${BUILD_TMP}/src" "${BUILD_TMP}/mod"
+	rm -rf "${BUILD_TMP}/src" "${BUILD_TMP}/mod" "${BUILD_TMP}/build"
 
 	secs=$(($(date +%s) - start))
 	{
 		printf 'tool: %s %s\npackage: %s\nkey: %s\n' "${name}" "${T_VERSION}" "${T_PKG}" "${key}"
 		printf 'built: %s in %ss\n%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "${secs}" "$(go version)"
+		if [[ -f ${BUILD_TMP}/BUILDINFO.extra ]]; then cat "${BUILD_TMP}/BUILDINFO.extra"; fi
 	} >"${BUILD_TMP}/BUILDINFO"
+	rm -f "${BUILD_TMP}/BUILDINFO.extra"
 
 	# Atomic publish. If a concurrent run published the same key first,
 	# keep theirs (same inputs, same result) and drop ours.
@@ -266,6 +349,47 @@ build_tool() {
 	rm -rf "${BUILD_TMP}"
 	BUILD_TMP=""
 	log "built ${name} ${T_VERSION} in $((secs / 60))m$((secs % 60))s"
+}
+
+# prepare_libseccomp DIR fetches Debian's libseccomp-dev (headers and the
+# static library; nothing is installed on the system), unpacks it once per
+# package version into ${CACHE_ROOT}/build/<package>_<version>, and prints
+# the environment that makes cgo link it statically: runc's seccomp
+# bindings ask pkg-config for libseccomp, so a .pc file of our own names the
+# headers and the .a by path. The unpacked tree stays (300 KB): Go's build
+# cache remembers cgo flags by path, and a stable path per version, also
+# named in CGO_CFLAGS (which Go's cache key covers, unlike pkg-config's
+# output), keeps a cached build from linking a library that is gone or
+# stale. The package's version goes to BUILDINFO.
+prepare_libseccomp() {
+	local tmp=$1/build deb ver dir lib
+	command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null ||
+		die "runc needs libseccomp-dev's headers and static library, fetched with apt-get download (Debian); apt-get or dpkg-deb is missing"
+	command -v pkg-config >/dev/null || die "runc's build needs pkg-config (Debian package pkg-config)"
+	command -v gcc >/dev/null || die "runc's build needs gcc (cgo)"
+	mkdir -p "${tmp}"
+	# As root, apt would hand the download to its _apt user, who cannot
+	# enter the cache (under $HOME); it then warns and downloads as root.
+	(cd "${tmp}" && apt-get -q -o APT::Sandbox::User=root download libseccomp-dev >&2) ||
+		die "cannot fetch libseccomp-dev with apt-get download (try apt-get update)"
+	deb=$(ls "${tmp}"/libseccomp-dev_*.deb)
+	ver=$(dpkg-deb -f "${deb}" Version) || die "cannot read the version of ${deb}"
+	dir=${CACHE_ROOT}/build/libseccomp-dev_${ver}
+	if [[ ! -f ${dir}/pkgconfig/libseccomp.pc ]]; then
+		rm -rf "${tmp}/unpacked"
+		mkdir -p "${tmp}/unpacked/root" "${tmp}/unpacked/pkgconfig" "${CACHE_ROOT}/build"
+		dpkg-deb -x "${deb}" "${tmp}/unpacked/root" || die "cannot unpack ${deb}"
+		lib=$(cd "${tmp}/unpacked" && find root -name libseccomp.a | head -n 1)
+		[[ -n ${lib} && -f ${tmp}/unpacked/root/usr/include/seccomp.h ]] ||
+			die "${deb} has no libseccomp.a or seccomp.h"
+		printf 'Name: libseccomp\nDescription: libseccomp from %s\nVersion: %s\nCflags: -I%s\nLibs: %s\n' \
+			"$(basename "${deb}")" "${ver%%-*}" "${dir}/root/usr/include" "${dir}/${lib}" >"${tmp}/unpacked/pkgconfig/libseccomp.pc"
+		# A concurrent run may have published the same version first.
+		mv -T "${tmp}/unpacked" "${dir}" 2>/dev/null || [[ -f ${dir}/pkgconfig/libseccomp.pc ]] ||
+			die "cannot move libseccomp-dev into ${dir}"
+	fi
+	printf 'libseccomp: %s (static, from %s)\n' "$(basename "${deb}")" "${dir}" >"$1/BUILDINFO.extra"
+	printf '%s\n' "PKG_CONFIG_LIBDIR=${dir}/pkgconfig" "PKG_CONFIG_PATH=" "CGO_CFLAGS=-O2 -g -I${dir}/root/usr/include"
 }
 
 # patched_module DIR copies the source of the module that provides T_PKG
@@ -366,6 +490,10 @@ cmd_path() {
 		need_cached kube-apiserver
 		ensure_assets_dir
 		;;
+	cni-plugins-dir)
+		need_cached cni-plugins
+		dirname "$(tool_bin cni-plugins)"
+		;;
 	*)
 		need_cached "$1"
 		tool_bin "$1"
@@ -401,6 +529,9 @@ cmd_env() {
 			missing=1
 		fi
 	fi
+	if is_cached cni-plugins; then
+		printf 'export CNI_PLUGINS_DIR=%q\n' "$(dirname "$(tool_bin cni-plugins)")"
+	fi
 	if is_cached crossplane; then
 		printf 'export CROSSPLANE_CRDS=%q\n' "$(tool_dir crossplane)/crds"
 		printf 'export CROSSPLANE_WEBHOOK_CONFIGS=%q\n' "$(tool_dir crossplane)/webhookconfigurations"
@@ -434,6 +565,7 @@ main() {
 	-h | --help | help) usage; return ;;
 	"") tools=("${DEFAULT_TOOLS[@]}") ;;
 	all) tools=("${ALL_TOOLS[@]}") ;;
+	node) tools=("${NODE_TOOLS[@]}") ;;
 	*) tools=("$@") ;;
 	esac
 
