@@ -84,15 +84,7 @@ func checkConfiguration(t *testing.T, img v1.Image, root, registry string) {
 			t.Errorf("dependency version %s in %q: want %t, got %t", v, constraint, want, got)
 		}
 	}
-	cc, err := semver.NewConstraint(meta.Spec.Crossplane.Version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for v, want := range map[string]bool{"v2.4.2": true, "v2.5.0": true, "v2.4.0": false, "v2.3.0": false, "v1.20.0": false} {
-		if got := cc.Check(semver.MustParse(v)); got != want {
-			t.Errorf("Crossplane %s in constraint %q: want %t, got %t", v, meta.Spec.Crossplane.Version, want, got)
-		}
-	}
+	checkCrossplaneConstraint(t, xpkg.Configuration.Name, meta.Spec.Crossplane.Version)
 	for _, k := range []string{"maintainer", "source", "license", "description", "readme"} {
 		if strings.TrimSpace(meta.GetAnnotations()["meta.crossplane.io/"+k]) == "" {
 			t.Errorf("annotation meta.crossplane.io/%s is missing", k)
