@@ -55,7 +55,7 @@ func TestRelativeLinksResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages = append(pages, filepath.Join(root, "README.md"), filepath.Join(root, "examples", "composition", "README.md"))
+	pages = append(pages, filepath.Join(root, "README.md"), filepath.Join(root, "CONTRIBUTING.md"), filepath.Join(root, "examples", "composition", "README.md"))
 	for _, page := range pages {
 		md := read(t, page)
 		text := codeSpan.ReplaceAllString(fence.ReplaceAllString(md, ""), "")
