@@ -184,6 +184,9 @@ func TestOwnershipMarkers(t *testing.T) {
 var cmpIgnoreConnection = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".ConnectionDetails" }, cmp.Ignore())
 
 func reasonsOf(events []event.Event) []string {
+	if len(events) == 0 {
+		return nil
+	}
 	out := make([]string, 0, len(events))
 	for _, e := range events {
 		out = append(out, string(e.Reason))
