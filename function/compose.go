@@ -201,9 +201,10 @@ func keyInitParameters(x xwidget, i int) commonv1beta1.WidgetKeyInitParameters {
 }
 
 // composeResources returns the desired Widget and WidgetKeys. A key is
-// composed once the widget can hold keys, and from then on for as long as the XR
-// asks for it, even while the widget is not ready: removing a key's
-// WidgetKey would revoke the key. It returns ctx's error once ctx is done.
+// composed with the Widget, unless the widget refuses new keys, and from then
+// on for as long as the XR asks for it, even while the widget is not ready:
+// removing a key's WidgetKey would revoke the key. It returns ctx's error
+// once ctx is done.
 func composeResources(ctx context.Context, sc scope, x xwidget, s settings, obs observation) (map[resource.Name]*resource.DesiredComposed, error) {
 	desired := make(map[resource.Name]*resource.DesiredComposed, 2+len(obs.keys))
 
@@ -217,7 +218,7 @@ func composeResources(ctx context.Context, sc scope, x xwidget, s settings, obs 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if !k.exists && !obs.widget.canHoldKeys() {
+		if !k.exists && obs.widget.refusesKeys() {
 			continue
 		}
 		cd, err := fromTyped(sc.Key(x, k.index))

@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 )
 
 func TestComposeResources(t *testing.T) {
@@ -27,6 +29,10 @@ func TestComposeResources(t *testing.T) {
 	refused.synced = xpv2.Condition{Type: xpv2.TypeSynced, Status: corev1.ConditionFalse}
 	unnamed := created
 	unnamed.externalName = ""
+	failed := created
+	failed.atProvider.State = commonv1beta1.WidgetStateFailed
+	deleting := created
+	deleting.deleting = true
 	keyReady := keyObservation{exists: true, details: resource.ConnectionDetails{"key": []byte("k")}}
 
 	cases := map[string]struct {
@@ -35,22 +41,27 @@ func TestComposeResources(t *testing.T) {
 		want   map[resource.Name]resource.Ready
 	}{
 		"NoWidget": {
-			reason: "Before the Widget exists only the Widget is composed: keys could not be created yet.",
+			reason: "The keys are composed with the Widget, in the XR's first composition: the provider has each WidgetKey wait quietly for its widget's ID.",
 			obs:    observation{keys: []keyObservation{{index: 0}, {index: 1}}},
-			want:   map[resource.Name]resource.Ready{"widget": resource.ReadyFalse},
+			want:   map[resource.Name]resource.Ready{"widget": resource.ReadyFalse, "key-0": resource.ReadyFalse, "key-1": resource.ReadyFalse},
 		},
 		"WidgetWithoutID": {
-			reason: "A Widget the Widget API has not given an ID yet cannot hold keys: its WidgetKeys could not resolve it.",
+			reason: "A key is composed for a Widget the Widget API has not given an ID yet: its WidgetKey resolves the widget once it has one.",
 			obs:    observation{widget: unnamed, keys: []keyObservation{{index: 0}}},
-			want:   map[resource.Name]resource.Ready{"widget": resource.ReadyFalse},
+			want:   map[resource.Name]resource.Ready{"widget": resource.ReadyFalse, "key-0": resource.ReadyFalse},
 		},
 		"WidgetRefused": {
-			reason: "A Widget the provider cannot reconcile (refused by the tenancy rules, say) gets no keys.",
+			reason: "A Widget the provider cannot reconcile (refused by the tenancy rules, say) gets no new keys.",
 			obs:    observation{widget: refused, keys: []keyObservation{{index: 0}}},
 			want:   map[resource.Name]resource.Ready{"widget": resource.ReadyFalse},
 		},
+		"WidgetFailed": {
+			reason: "A widget that failed would refuse new keys: none is composed, and those that exist stay.",
+			obs:    observation{widget: failed, keys: []keyObservation{{index: 0, exists: true}, {index: 1}}},
+			want:   map[resource.Name]resource.Ready{"widget": resource.ReadyFalse, "key-0": resource.ReadyFalse},
+		},
 		"WidgetProvisioning": {
-			reason: "Once the Widget API has created the widget, its keys are composed while it provisions, not a round after it is ready.",
+			reason: "While the widget provisions, its keys are composed, not ready until they publish their connection details.",
 			obs:    observation{widget: created, keys: []keyObservation{{index: 0}, {index: 1}}},
 			want:   map[resource.Name]resource.Ready{"widget": resource.ReadyFalse, "key-0": resource.ReadyFalse, "key-1": resource.ReadyFalse},
 		},
@@ -59,9 +70,9 @@ func TestComposeResources(t *testing.T) {
 			obs:    observation{widget: ready, keys: []keyObservation{{index: 0, exists: keyReady.exists, details: keyReady.details}, {index: 1}}},
 			want:   map[resource.Name]resource.Ready{"widget": resource.ReadyTrue, "key-0": resource.ReadyTrue, "key-1": resource.ReadyFalse},
 		},
-		"WidgetNoLongerReady": {
-			reason: "Keys that exist stay composed while the widget is not ready, so they are not deleted (revoked); keys that do not exist wait.",
-			obs:    observation{keys: []keyObservation{{index: 0, exists: true}, {index: 1}}},
+		"WidgetBeingDeleted": {
+			reason: "Keys that exist stay composed while the Widget is deleted (and then created again), so they are not deleted (revoked); keys that do not exist wait for the new Widget.",
+			obs:    observation{widget: deleting, keys: []keyObservation{{index: 0, exists: true}, {index: 1}}},
 			want:   map[resource.Name]resource.Ready{"widget": resource.ReadyFalse, "key-0": resource.ReadyFalse},
 		},
 	}

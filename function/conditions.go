@@ -211,38 +211,56 @@ func keysCondition(obs observation) condition {
 	}
 
 	progress := fmt.Sprintf("%d of %d %s ready", ready, want, plural(want, "access key", "access keys"))
-	for _, k := range obs.keys {
-		if k.exists && k.synced.Status == corev1.ConditionFalse {
-			c.Reason = reasonReconcileError
-			c.Message = fmt.Sprintf("%s; the provider cannot reconcile access key %d (WidgetKey %s): %s", progress, k.index, k.name, providerMessage(k.synced))
-			return c
+	// While the widget cannot hold keys, that is what every key that is not
+	// ready waits for, whatever its WidgetKey says: a WidgetKey composed
+	// with its Widget reports an unresolved reference once it has waited a
+	// minute for the widget's ID, and WidgetReady already says what the
+	// widget waits for.
+	wait := keysWaitFor(obs.widget)
+	if wait == "" {
+		for _, k := range obs.keys {
+			if k.exists && k.synced.Status == corev1.ConditionFalse {
+				c.Reason = reasonReconcileError
+				c.Message = fmt.Sprintf("%s; the provider cannot reconcile access key %d (WidgetKey %s): %s", progress, k.index, k.name, providerMessage(k.synced))
+				return c
+			}
 		}
 	}
 	for _, k := range obs.keys {
 		switch {
 		case k.isReady():
 			continue
-		case !k.exists && obs.widget.atProvider.State == commonv1beta1.WidgetStateFailed:
-			c.Reason = reasonWaitingForWidget
-			c.Message = progress + "; no access key is created for a widget that failed."
-		case !k.exists && !obs.widget.canHoldKeys():
-			c.Reason = reasonWaitingForWidget
-			c.Message = progress + "; access keys are created once the Widget API has created the widget."
-		case !k.exists:
-			c.Reason = reasonCreating
-			c.Message = fmt.Sprintf("%s; creating access key %d.", progress, k.index)
 		case k.deleting:
 			c.Reason = reasonDeleting
 			c.Message = fmt.Sprintf("%s; access key %d (WidgetKey %s) is being deleted, and Crossplane creates it again once it is gone.", progress, k.index, k.name)
+		case wait != "":
+			// The same message before and after the key's WidgetKey
+			// exists (see widgetCondition).
+			c.Reason = reasonWaitingForWidget
+			c.Message = progress + "; " + wait
 		default:
 			// Until the key publishes its connection details, the same
-			// message as before its WidgetKey existed (see widgetCondition).
+			// message as before its WidgetKey existed.
 			c.Reason = reasonCreating
 			c.Message = fmt.Sprintf("%s; creating access key %d.", progress, k.index)
 		}
 		return c
 	}
 	return c
+}
+
+// keysWaitFor says what the access keys of widget w wait for before they can
+// be created, or is empty once w can hold keys.
+func keysWaitFor(w widgetObservation) string {
+	switch {
+	case w.canHoldKeys():
+		return ""
+	case w.atProvider.State == commonv1beta1.WidgetStateFailed:
+		return "no access key is created for a widget that failed."
+	case w.exists && !w.deleting && w.synced.Status == corev1.ConditionFalse:
+		return "access keys are created once the provider can reconcile the widget (WidgetReady says why it cannot)."
+	}
+	return "waiting for the widget to be created."
 }
 
 // providerMessage is a managed resource's own explanation of a condition.

@@ -110,6 +110,14 @@ func TestKeysCondition(t *testing.T) {
 		ready:  xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue},
 		synced: xpv2.Condition{Type: xpv2.TypeSynced, Status: corev1.ConditionTrue},
 	}
+	unnamedWidget := widgetObservation{exists: true, name: "web-8k2mz"}
+	refusedWidget := widgetObservation{
+		exists: true, name: "web-8k2mz",
+		synced: xpv2.Condition{Type: xpv2.TypeSynced, Status: corev1.ConditionFalse, Reason: "ReconcileError", Message: "observe failed: 401 unauthorized"},
+	}
+	failedWidget := readyWidget
+	failedWidget.ready = xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse}
+	failedWidget.atProvider.State = commonv1beta1.WidgetStateFailed
 	details := resource.ConnectionDetails{"key": []byte("k")}
 	cases := map[string]struct {
 		reason string
@@ -127,10 +135,36 @@ func TestKeysCondition(t *testing.T) {
 			want:   condition{Type: "KeysReady", Status: corev1.ConditionTrue, Reason: "Available", Message: "The access key is ready."},
 		},
 		"WaitingForWidget": {
-			reason: "Keys are not created before the Widget API has created the widget.",
+			reason: "Keys composed with their Widget wait for it to be created.",
 			obs:    observation{keys: []keyObservation{{index: 0}, {index: 1}}},
 			want: condition{Type: "KeysReady", Status: corev1.ConditionFalse, Reason: "WaitingForWidget",
-				Message: "0 of 2 access keys ready; access keys are created once the Widget API has created the widget."},
+				Message: "0 of 2 access keys ready; waiting for the widget to be created."},
+		},
+		"WaitingForWidgetID": {
+			reason: "The message does not change when the WidgetKeys and the Widget appear, until the widget has its ID: each new message is one more write of the XR's status.",
+			obs:    observation{widget: unnamedWidget, keys: []keyObservation{{index: 0, exists: true, name: "web-q2w7d"}, {index: 1, exists: true, name: "web-m5n8c"}}},
+			want: condition{Type: "KeysReady", Status: corev1.ConditionFalse, Reason: "WaitingForWidget",
+				Message: "0 of 2 access keys ready; waiting for the widget to be created."},
+		},
+		"WaitingForWidgetNotKeyError": {
+			reason: "A WidgetKey that has waited a minute for its widget's ID reports an unresolved reference; what it waits for is the widget, which WidgetReady explains.",
+			obs: observation{widget: unnamedWidget, keys: []keyObservation{
+				{index: 0, exists: true, name: "web-q2w7d", synced: xpv2.Condition{Type: xpv2.TypeSynced, Status: corev1.ConditionFalse, Reason: "ReconcileError", Message: "cannot resolve references: referenced field was empty"}},
+			}},
+			want: condition{Type: "KeysReady", Status: corev1.ConditionFalse, Reason: "WaitingForWidget",
+				Message: "0 of 1 access key ready; waiting for the widget to be created."},
+		},
+		"WaitingForRefusedWidget": {
+			reason: "Keys of a Widget the provider cannot reconcile wait for it, and point to WidgetReady for why.",
+			obs:    observation{widget: refusedWidget, keys: []keyObservation{{index: 0, exists: true, name: "web-q2w7d"}}},
+			want: condition{Type: "KeysReady", Status: corev1.ConditionFalse, Reason: "WaitingForWidget",
+				Message: "0 of 1 access key ready; access keys are created once the provider can reconcile the widget (WidgetReady says why it cannot)."},
+		},
+		"WidgetFailed": {
+			reason: "Keys composed with a widget that then failed are never created, whether their WidgetKeys exist or not.",
+			obs:    observation{widget: failedWidget, keys: []keyObservation{{index: 0, exists: true, name: "web-q2w7d"}, {index: 1}}},
+			want: condition{Type: "KeysReady", Status: corev1.ConditionFalse, Reason: "WaitingForWidget",
+				Message: "0 of 2 access keys ready; no access key is created for a widget that failed."},
 		},
 		"Creating": {
 			reason: "With the widget created, a key that does not exist is being created.",

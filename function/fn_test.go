@@ -40,7 +40,7 @@ func TestRunFunction(t *testing.T) {
 	afterNew := conditions(
 		xpCondition("PolicyCompliant", "True", "Compliant", nsCompliant),
 		xpCondition("WidgetReady", "False", "Creating", "Creating the widget."),
-		xpCondition("KeysReady", "False", "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the Widget API has created the widget."),
+		xpCondition("KeysReady", "False", "WaitingForWidget", "0 of 2 access keys ready; waiting for the widget to be created."),
 	)
 	afterWidgetReady := conditions(
 		xpCondition("PolicyCompliant", "True", "Compliant", nsCompliant),
@@ -98,7 +98,7 @@ func TestRunFunction(t *testing.T) {
 		want   want
 	}{
 		"NewNamespacedXR": {
-			reason: "A new namespaced XR should get a namespaced Widget and a connection Secret in its namespace, conditions saying the widget is being created, and a result for each condition, which changed.",
+			reason: "A new namespaced XR should get a namespaced Widget, its WidgetKeys with it (the provider has them wait for the widget) and a connection Secret in its namespace, conditions saying the widget is being created and the keys wait for it, and a result for each condition, which changed.",
 			req:    testRequest{xr: nsXR(), input: policyInput()},
 			want: want{rsp: &fnv1.RunFunctionResponse{
 				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: creating},
@@ -106,27 +106,33 @@ func TestRunFunction(t *testing.T) {
 					Composite: xrStatus(map[string]any{"keysReady": "0/2", "connectionSecretName": "web-connection"}),
 					Resources: map[string]*fnv1.Resource{
 						"widget":            desired(wantNSWidget(), readyFalse),
+						"key-0":             desired(wantNSKey(0), readyFalse),
+						"key-1":             desired(wantNSKey(1), readyFalse),
 						"connection-secret": desired(wantNSSecret(nil), readyFalse),
 					},
 				},
 				Conditions: []*fnv1.Condition{
 					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
 					wantCondition("WidgetReady", condFalse, "Creating", "Creating the widget."),
-					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the Widget API has created the widget."),
+					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; waiting for the widget to be created."),
 				},
 				Results: []*fnv1.Result{
 					result(sevNormal, "Compliant", nsCompliant),
 					result(sevNormal, "Creating", "Creating the widget."),
-					result(sevNormal, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the Widget API has created the widget."),
+					result(sevNormal, "WaitingForWidget", "0 of 2 access keys ready; waiting for the widget to be created."),
 				},
 			}},
 		},
 		"WidgetProvisioning": {
-			reason: "While the Widget API provisions the widget, WidgetReady should say so, the XR's status should show the widget's name, state and region, its access keys should be composed, and only the changed conditions should produce results.",
+			reason: "While the Widget API provisions the widget, WidgetReady should say so, the XR's status should show the widget's name, state and region, KeysReady should say which key is being created now that the widget has its ID, and only the changed conditions should produce results.",
 			req: testRequest{
-				xr:       nsXR(afterNew),
-				input:    policyInput(),
-				observed: map[string]*fnv1.Resource{"widget": observed(nsWidget(), nil)},
+				xr:    nsXR(afterNew),
+				input: policyInput(),
+				observed: map[string]*fnv1.Resource{
+					"widget": observed(nsWidget(), nil),
+					"key-0":  observed(nsKey(0), nil),
+					"key-1":  observed(nsKey(1), nil),
+				},
 			},
 			want: want{rsp: &fnv1.RunFunctionResponse{
 				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: creating},
@@ -274,7 +280,7 @@ func TestRunFunction(t *testing.T) {
 			}},
 		},
 		"WidgetReconcileError": {
-			reason: "When the provider cannot reconcile the Widget, its own message should reach the XR's and the claim's WidgetReady condition, with a warning result.",
+			reason: "When the provider cannot reconcile the Widget, its own message should reach the XR's and the claim's WidgetReady condition, with a warning result; keys that do not exist yet wait for the provider to reconcile the widget.",
 			req: testRequest{
 				xr:    nsXR(afterNew),
 				input: policyInput(),
@@ -295,7 +301,7 @@ func TestRunFunction(t *testing.T) {
 				Conditions: []*fnv1.Condition{
 					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
 					wantCondition("WidgetReady", condFalse, "ReconcileError", "The provider cannot reconcile Widget web-8k2mz: create failed: cannot create widget: invalid (422): region: region us-east-1 is full"),
-					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the Widget API has created the widget."),
+					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the provider can reconcile the widget (WidgetReady says why it cannot)."),
 				},
 				Results: []*fnv1.Result{
 					result(sevWarning, "ReconcileError", "The provider cannot reconcile Widget web-8k2mz: create failed: cannot create widget: invalid (422): region: region us-east-1 is full"),
@@ -363,23 +369,26 @@ func TestRunFunction(t *testing.T) {
 			}},
 		},
 		"NewLegacyXR": {
-			reason: "A new legacy XR should get a cluster-scoped Widget using the cluster-scoped ProviderConfig, no Secret, and conditions that name its claim.",
+			reason: "A new legacy XR should get a cluster-scoped Widget and its WidgetKey using the cluster-scoped ProviderConfig, no Secret, and conditions that name its claim.",
 			req:    testRequest{xr: legacyXR(), input: policyInput()},
 			want: want{rsp: &fnv1.RunFunctionResponse{
 				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: creating},
 				Desired: &fnv1.State{
 					Composite: xrStatus(map[string]any{"keysReady": "0/1"}),
-					Resources: map[string]*fnv1.Resource{"widget": desired(wantLegacyWidget(), readyFalse)},
+					Resources: map[string]*fnv1.Resource{
+						"widget": desired(wantLegacyWidget(), readyFalse),
+						"key-0":  desired(wantLegacyKey(), readyFalse),
+					},
 				},
 				Conditions: []*fnv1.Condition{
 					wantCondition("PolicyCompliant", condTrue, "Compliant", lgCompliant),
 					wantCondition("WidgetReady", condFalse, "Creating", "Creating the widget."),
-					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 1 access key ready; access keys are created once the Widget API has created the widget."),
+					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 1 access key ready; waiting for the widget to be created."),
 				},
 				Results: []*fnv1.Result{
 					result(sevNormal, "Compliant", lgCompliant),
 					result(sevNormal, "Creating", "Creating the widget."),
-					result(sevNormal, "WaitingForWidget", "0 of 1 access key ready; access keys are created once the Widget API has created the widget."),
+					result(sevNormal, "WaitingForWidget", "0 of 1 access key ready; waiting for the widget to be created."),
 				},
 			}},
 		},
@@ -449,13 +458,15 @@ func TestRunFunction(t *testing.T) {
 					Resources: map[string]*fnv1.Resource{
 						"bucket":            {Resource: resource.MustStructJSON(`{"apiVersion": "example.org/v1", "kind": "Bucket"}`), Ready: readyTrue},
 						"widget":            desired(wantNSWidget(), readyFalse),
+						"key-0":             desired(wantNSKey(0), readyFalse),
+						"key-1":             desired(wantNSKey(1), readyFalse),
 						"connection-secret": desired(wantNSSecret(nil), readyFalse),
 					},
 				},
 				Conditions: []*fnv1.Condition{
 					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
 					wantCondition("WidgetReady", condFalse, "Creating", "Creating the widget."),
-					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the Widget API has created the widget."),
+					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; waiting for the widget to be created."),
 				},
 			}},
 		},
@@ -471,13 +482,15 @@ func TestRunFunction(t *testing.T) {
 							unset("spec.initProvider"),
 							set("spec.forProvider.labels", map[string]any{"team": "payments"}),
 						), readyFalse),
+						"key-0":             desired(wantNSKey(0), readyFalse),
+						"key-1":             desired(wantNSKey(1), readyFalse),
 						"connection-secret": desired(wantNSSecret(nil), readyFalse),
 					},
 				},
 				Conditions: []*fnv1.Condition{
 					wantCondition("PolicyCompliant", condTrue, "Compliant", nsCompliant),
 					wantCondition("WidgetReady", condFalse, "Creating", "Creating the widget."),
-					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; access keys are created once the Widget API has created the widget."),
+					wantCondition("KeysReady", condFalse, "WaitingForWidget", "0 of 2 access keys ready; waiting for the widget to be created."),
 				},
 			}},
 		},

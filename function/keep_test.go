@@ -37,9 +37,14 @@ func TestOnDelete(t *testing.T) {
 			want: want{policies: map[string]any{"widget": nil, "key-0": nil, "key-1": nil, "connection-secret": nil}},
 		},
 		"KeepWidgetNew": {
-			reason: "KeepWidget composes the Widget without Delete and the keys with it; until the Widget exists the status says nothing.",
+			reason: "KeepWidget composes the Widget without Delete and its keys, composed with it, with the default policies (they revoke their keys); until the Widget exists the status says nothing.",
 			req:    testRequest{xr: nsXR(set("spec.onDelete", "KeepWidget")), input: policyInput()},
-			want:   want{policies: map[string]any{"widget": keep, "connection-secret": nil}},
+			want:   want{policies: map[string]any{"widget": keep, "key-0": nil, "key-1": nil, "connection-secret": nil}},
+		},
+		"KeepWidgetAndKeysNew": {
+			reason: "KeepWidgetAndKeys composes the Widget and the keys composed with it without Delete from the first composition on.",
+			req:    testRequest{xr: nsXR(set("spec.onDelete", "KeepWidgetAndKeys")), input: policyInput()},
+			want:   want{policies: map[string]any{"widget": keep, "key-0": keep, "key-1": keep, "connection-secret": nil}},
 		},
 		"KeepWidgetApplied": {
 			reason: "Once the observed Widget keeps its widget and the keys still revoke theirs, the status says KeepWidget.",

@@ -16,21 +16,31 @@ func (w widgetObservation) isReady() bool {
 	return w.exists && !w.deleting && w.ready.Status == corev1.ConditionTrue
 }
 
-// canHoldKeys reports whether the widget's access keys can be composed: the
-// Widget API has given the widget its ID (the Widget's external name) and the
-// provider's last reconcile of it succeeded. Keys are created while the widget
-// is still provisioning, which the Widget API allows, rather than one core
-// reconcile after it is ready: a WidgetKey then resolves its widget at once,
-// and the XR is ready as soon as both are. A Widget the provider refused (a
-// tenancy conflict, say) is not Synced, and a widget that failed or is being
-// deleted in the Widget API would refuse new keys, so none is composed for
-// them.
+// canHoldKeys reports whether the widget's access keys can be created now:
+// the Widget has its ID (its external name) and the provider's last
+// reconcile of it succeeded. Until then a composed WidgetKey waits for its
+// widget (keysCondition says so).
 func (w widgetObservation) canHoldKeys() bool {
+	return !w.refusesKeys() && w.exists && w.externalName != "" && w.synced.Status == corev1.ConditionTrue
+}
+
+// refusesKeys reports whether no new access key may be composed for the
+// widget: one that failed or is being deleted in the Widget API would refuse
+// it, a Widget being deleted is created again first, and a Widget the
+// provider refused (a tenancy conflict, say) is not Synced. Any other widget
+// takes new keys, even one not created yet: its WidgetKeys are composed with
+// it, in the XR's first composition, as function-patch-and-transform
+// composes them, and the provider has each wait quietly for its widget's ID
+// (provider/internal/mrsetup/pending.go). Composing them only once the
+// widget had its ID cost a round of compositions per XR, and the median key
+// about twice the peer's time to Ready
+// (docs/convergence.md#2026-11-27-fourth-session-keys-with-the-widget-measured).
+func (w widgetObservation) refusesKeys() bool {
 	switch w.atProvider.State {
 	case commonv1beta1.WidgetStateFailed, commonv1beta1.WidgetStateDeleting:
-		return false
+		return true
 	}
-	return w.exists && !w.deleting && w.externalName != "" && w.synced.Status == corev1.ConditionTrue
+	return w.exists && (w.deleting || w.synced.Status == corev1.ConditionFalse)
 }
 
 // isReady reports whether the access key is usable: its connection details
