@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
 	"github.com/widgetco/crossplane-widget/test/lib/testcert"
 	"github.com/widgetco/crossplane-widget/test/lib/wait"
 )
@@ -46,13 +48,9 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port //nolint:forcetypeassert // A TCP listener's address.
 }
 
-// startServer starts NewServer(o) on a free loopback port with an /ok
-// handler, and returns its address.
-func startServer(t *testing.T, o ServerOptions) string {
+// serve runs srv until the test ends, and returns once it serves.
+func serve(t *testing.T, srv webhook.Server) {
 	t.Helper()
-	o.Host, o.Port = "127.0.0.1", freePort(t)
-	srv := NewServer(o)
-	srv.Register("/ok", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
 	go func() { stopped <- srv.Start(ctx) }()
@@ -63,6 +61,16 @@ func startServer(t *testing.T, o ServerOptions) string {
 		}
 	})
 	wait.For(t, 10*time.Second, "the webhook server to serve", func() error { return srv.StartedChecker()(nil) })
+}
+
+// startServer starts NewServer(o) on a free loopback port with an /ok
+// handler, and returns its address.
+func startServer(t *testing.T, o ServerOptions) string {
+	t.Helper()
+	o.Host, o.Port = "127.0.0.1", freePort(t)
+	srv := NewServer(o)
+	srv.Register("/ok", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	serve(t, srv)
 	return net.JoinHostPort(o.Host, strconv.Itoa(o.Port))
 }
 

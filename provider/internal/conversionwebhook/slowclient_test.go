@@ -21,7 +21,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/widgetco/crossplane-widget/apis"
-	"github.com/widgetco/crossplane-widget/test/lib/wait"
 )
 
 // startWebhook serves the conversion webhook as the provider does -
@@ -47,16 +46,7 @@ func startWebhook(t *testing.T, o ServerOptions, opts ...Option) (string, *x509.
 	if err := Setup(mgr, opts...); err != nil {
 		t.Fatalf("Setup(): %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- srv.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-stopped; err != nil {
-			t.Errorf("Start(): %v", err)
-		}
-	})
-	wait.For(t, 10*time.Second, "the webhook server to serve", func() error { return srv.StartedChecker()(nil) })
+	serve(t, srv)
 	return net.JoinHostPort(o.Host, strconv.Itoa(o.Port)), pool
 }
 
