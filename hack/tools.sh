@@ -59,7 +59,7 @@ fi
 OPTIONAL_TOOLS=(function-patch-and-transform function-auto-ready crossplane-patched)
 # What a real node runs (issue 43; test/lib/node). Opt in: `make test` does
 # not build them. kube-controller-manager is already a default tool.
-NODE_TOOLS=(runc cni-plugins containerd kubelet kube-scheduler kube-proxy coredns)
+NODE_TOOLS=(runc cni-plugins containerd kubelet kube-scheduler kube-proxy coredns helm)
 ALL_TOOLS=("${DEFAULT_TOOLS[@]}" "${OPTIONAL_TOOLS[@]}" "${NODE_TOOLS[@]}")
 
 log() { printf 'tools: %s\n' "$*" >&2; }
@@ -81,10 +81,13 @@ die() { printf 'tools: ERROR: %s\n' "$*" >&2; exit 1; }
 #   T_CGO      1 to build with cgo (default 0: static binaries)
 #   T_PREPARE  a function run before `go build` with the temp dir as its
 #              argument, for a build's C dependencies (runc's libseccomp)
-# T_VERSION, T_PKG, T_LDFLAGS, T_EXTRAS, T_TAGS, T_CGO and T_PREPARE (with
-# the module's go.mod and go.sum) make up the cache key.
+#   T_FINISH   a function run after `go build` with the temp dir as its
+#              argument, for what the binary needs at run time (kube-proxy's
+#              nft)
+# T_VERSION, T_PKG, T_LDFLAGS, T_EXTRAS, T_TAGS, T_CGO, T_PREPARE and
+# T_FINISH (with the module's go.mod and go.sum) make up the cache key.
 tool_recipe() {
-	T_LDFLAGS="-s -w" T_EXTRAS="" T_PATCHES="" T_TAGS="" T_CGO=0 T_PREPARE=""
+	T_LDFLAGS="-s -w" T_EXTRAS="" T_PATCHES="" T_TAGS="" T_CGO=0 T_PREPARE="" T_FINISH=""
 	case "$1" in
 	kubelet | kube-scheduler | kube-proxy)
 		# The real node (test/lib/node): built and stamped like
@@ -94,7 +97,11 @@ tool_recipe() {
 		case "$1" in
 		kubelet) T_ETA="~7 min" T_ENV=KUBELET_BIN ;;
 		kube-scheduler) T_ETA="~3 min" T_ENV=KUBE_SCHEDULER_BIN ;;
-		kube-proxy) T_ETA="~3 min" T_ENV=KUBE_PROXY_BIN ;;
+		kube-proxy)
+			# Its nftables mode runs the nft command: bundled from
+			# Debian's packages (see bundle_nft), not installed.
+			T_ETA="~3 min" T_ENV=KUBE_PROXY_BIN T_FINISH=bundle_nft
+			;;
 		esac
 		local k
 		for k in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -164,6 +171,13 @@ tool_recipe() {
 		# around etcdmain.Main(os.Args).
 		T_VERSION=v3.6.5 T_MODDIR=etcd T_BIN=etcd
 		T_PKG=go.etcd.io/etcd/server/v3 T_ETA="~1 min" T_ENV=TEST_ASSET_ETCD
+		;;
+	helm)
+		# Crossplane's own chart (the crossplane tool's charts/) is
+		# installed with it on the real node, as users install Crossplane.
+		T_VERSION=v3.22.0 T_MODDIR=helm T_BIN=helm
+		T_PKG=helm.sh/helm/v3/cmd/helm T_ETA="~2 min" T_ENV=HELM_BIN
+		T_LDFLAGS+=" -X helm.sh/helm/v3/internal/version.version=v3.22.0 -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
 		;;
 	crossplane)
 		T_VERSION=v2.4.2 T_MODDIR=crossplane T_BIN=crossplane
@@ -259,6 +273,7 @@ tool_key() {
 		if [[ -n ${T_TAGS} ]]; then printf 'tags=%s\n' "${T_TAGS}"; fi
 		if [[ ${T_CGO} != 0 ]]; then printf 'cgo=%s\n' "${T_CGO}"; fi
 		if [[ -n ${T_PREPARE} ]]; then declare -f "${T_PREPARE}"; fi
+		if [[ -n ${T_FINISH} ]]; then declare -f "${T_FINISH}"; fi
 		local p
 		for p in ${T_PATCHES}; do cat "${dir}/patches/${p}"; done
 	} | sha256sum | cut -c1-8)
@@ -331,6 +346,9 @@ build_tool() {
 	fi
 
 	copy_extras "${BUILD_TMP}"
+	if [[ -n ${T_FINISH} ]]; then
+		"${T_FINISH}" "${BUILD_TMP}" || die "finishing ${name}'s cache entry failed"
+	fi
 	rm -rf "${BUILD_TMP}/src" "${BUILD_TMP}/mod" "${BUILD_TMP}/build"
 
 	secs=$(($(date +%s) - start))
@@ -390,6 +408,39 @@ prepare_libseccomp() {
 	fi
 	printf 'libseccomp: %s (static, from %s)\n' "$(basename "${deb}")" "${dir}" >"$1/BUILDINFO.extra"
 	printf '%s\n' "PKG_CONFIG_LIBDIR=${dir}/pkgconfig" "PKG_CONFIG_PATH=" "CGO_CFLAGS=-O2 -g -I${dir}/root/usr/include"
+}
+
+# bundle_nft DIR puts the nft command next to kube-proxy (DIR/bin/nft),
+# which its nftables mode runs: Debian's nftables and the two libraries
+# this machine kind lacks (libnftables1, libnftnl11), fetched with apt-get
+# download and unpacked into DIR/nft; nothing is installed on the system.
+# bin/nft is a wrapper that runs the unpacked binary with its libraries;
+# put DIR/bin first in kube-proxy's PATH. The packages' versions go to
+# BUILDINFO.
+bundle_nft() {
+	local dir=$1 tmp=$1/build/nft deb p
+	command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null ||
+		die "kube-proxy needs the nft command, fetched with apt-get download (Debian); apt-get or dpkg-deb is missing"
+	mkdir -p "${tmp}" "${dir}/nft"
+	(cd "${tmp}" && apt-get -q -o APT::Sandbox::User=root download nftables libnftables1 libnftnl11 >&2) ||
+		die "cannot fetch nftables, libnftables1 and libnftnl11 with apt-get download (try apt-get update)"
+	for deb in "${tmp}"/*.deb; do
+		dpkg-deb -x "${deb}" "${dir}/nft" || die "cannot unpack ${deb}"
+		printf 'bundled: %s\n' "$(basename "${deb}")" >>"${dir}/BUILDINFO.extra"
+	done
+	p=$(cd "${dir}/nft" && find . -name nft -type f -perm -u+x | head -n 1)
+	[[ -n ${p} ]] || die "the nftables package has no nft binary"
+	local libs
+	libs=$(cd "${dir}/nft" && find . -name 'libnftables.so.*' -printf '%h\n' | head -n 1)
+	[[ -n ${libs} ]] || die "libnftables1 has no libnftables.so"
+	cat >"${dir}/bin/nft" <<-SCRIPT
+		#!/bin/sh
+		# nft from Debian's nftables, unpacked beside kube-proxy (hack/tools.sh).
+		d=\$(dirname "\$(readlink -f "\$0")")/../nft
+		LD_LIBRARY_PATH="\$d/${libs#./}\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" exec "\$d/${p#./}" "\$@"
+	SCRIPT
+	chmod 755 "${dir}/bin/nft"
+	"${dir}/bin/nft" --version >&2 || die "the bundled nft does not run"
 }
 
 # patched_module DIR copies the source of the module that provides T_PKG
