@@ -68,6 +68,17 @@ type Options struct {
 	// By default kube-apiserver names its advertise address, the host's
 	// first non-loopback address, which the certificate does not cover.
 	LoopbackJWKSURI bool
+	// Address, when set, is where kube-apiserver listens and what it
+	// advertises as the endpoint of the `kubernetes` Service: an address
+	// that pods reach, such as a node's. Its serving certificate, made
+	// here under CertDir (required), covers Address, loopback and the
+	// names and ClusterIP in-cluster clients use (the first address of
+	// ServiceCIDR, required).
+	Address string
+	// Pods prepares kube-apiserver for pods that a real kubelet runs: the
+	// ServiceAccount admission plugin (envtest turns it off), and kubelets
+	// reached by their InternalIP for logs and exec.
+	Pods bool
 }
 
 // A WebhookServer is where kube-apiserver expects the conversion webhook
@@ -132,6 +143,16 @@ func Start(o Options) (*Env, error) {
 		if err := os.MkdirAll(o.CertDir, 0o700); err != nil {
 			return nil, fmt.Errorf("cannot create kube-apiserver's certificate directory: %w", err)
 		}
+	}
+	if o.Address != "" {
+		if err := serveAt(env.ControlPlane.APIServer, o); err != nil {
+			return nil, err
+		}
+	}
+	if o.Pods {
+		args := env.ControlPlane.APIServer.Configure()
+		args.Disable("disable-admission-plugins")
+		args.Set("kubelet-preferred-address-types", "InternalIP")
 	}
 	if o.EtcdDataDir != "" {
 		if err := os.MkdirAll(o.EtcdDataDir, 0o700); err != nil {

@@ -1,7 +1,10 @@
 package kube
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,5 +45,50 @@ func TestStart(t *testing.T) {
 	}
 	if _, err := Start(Options{CRDDirs: []string{"no/such/dir"}}); err == nil {
 		t.Errorf("Start with a missing CRD directory: want an error, got none")
+	}
+}
+
+// TestStartForPods starts kube-apiserver on an address of its own, as a
+// real cluster's node runs it, and checks that its serving certificate is
+// valid for the `kubernetes` Service's ClusterIP and names, which in-cluster
+// clients use. (kube-apiserver gives the Service no endpoint on a loopback
+// address; test/node checks that pods reach it through the Service.)
+func TestStartForPods(t *testing.T) {
+	if os.Getenv(AssetsEnv) == "" {
+		t.Skip(ErrNoAssets.Error())
+	}
+	if _, err := Start(Options{Address: "127.0.0.2"}); err == nil {
+		t.Errorf("Start with Address but no CertDir or ServiceCIDR: want an error, got none")
+	}
+	e, err := Start(Options{Address: "127.0.0.2", ServiceCIDR: "10.0.0.0/24", CertDir: t.TempDir(), Pods: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := e.Stop(); err != nil {
+			t.Errorf("Stop(): %v", err)
+		}
+	}()
+	if !strings.HasPrefix(e.Config.Host, "https://127.0.0.2:") {
+		t.Errorf("admin client's host: got %s, want https://127.0.0.2:<port>", e.Config.Host)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(e.Config.CAData) {
+		t.Fatal("the admin client's CA is not PEM")
+	}
+	u, err := url.Parse(e.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"10.0.0.1", "kubernetes.default.svc", "127.0.0.2", "localhost"} {
+		conn, err := tls.Dial("tcp", u.Host, &tls.Config{RootCAs: roots, ServerName: name, MinVersion: tls.VersionTLS12})
+		if err != nil {
+			t.Errorf("TLS to kube-apiserver as %s: %v", name, err)
+			continue
+		}
+		_ = conn.Close()
+	}
+	if _, err := tls.Dial("tcp", u.Host, &tls.Config{RootCAs: roots, ServerName: "10.0.0.2", MinVersion: tls.VersionTLS12}); err == nil {
+		t.Errorf("TLS to kube-apiserver as 10.0.0.2: want a certificate error, got none")
 	}
 }
