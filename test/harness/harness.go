@@ -35,7 +35,6 @@ package harness
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -49,21 +48,14 @@ import (
 	"syscall"
 	"time"
 
-	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
-	xpextv1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1"
-	xpextv1alpha1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1alpha1"
-	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
-	pkgv1beta1 "github.com/crossplane/crossplane/apis/v2/pkg/v1beta1"
-
 	"github.com/widgetco/crossplane-widget/test/lib/kube"
 	"github.com/widgetco/crossplane-widget/test/lib/proc"
+	"github.com/widgetco/crossplane-widget/test/lib/registry"
 	"github.com/widgetco/crossplane-widget/test/lib/wait"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
@@ -149,7 +141,7 @@ type Harness struct {
 	// What core and the RBAC manager run with (see crossplaneIdentities).
 	coreKubeconfig, rbacKubeconfig string
 
-	registry *loopbackRegistry
+	registry *registry.Registry
 	widgets  *WidgetAPI
 	issuer   string
 	kcm      *Process
@@ -272,12 +264,12 @@ func (h *Harness) start(ctx context.Context) error {
 			return err
 		}
 	}
-	reg, err := startRegistry(filepath.Join(h.dir, "logs", "registry.log"))
+	reg, err := registry.Start("127.0.0.1:0", filepath.Join(h.dir, "logs", "registry.log"))
 	if err != nil {
 		return err
 	}
 	h.registry = reg
-	h.log.Info("Loopback OCI registry ready", "host", reg.host)
+	h.log.Info("Loopback OCI registry ready", "host", reg.Host)
 	if h.opts.WidgetAPI != nil {
 		o := *h.opts.WidgetAPI
 		if h.opts.WidgetAPIIdentity != nil {
@@ -333,7 +325,7 @@ func (h *Harness) startControlPlane(_ context.Context) error {
 		EtcdLog:      etcdLog,
 		APIServerLog: apiLog,
 		Kubeconfig:   h.kubeconfig,
-		Scheme:       scheme(),
+		Scheme:       kube.CrossplaneScheme(),
 		QPS:          50,
 		Burst:        100,
 		AuditPolicy:  policyFile,
@@ -420,7 +412,7 @@ func (h *Harness) startNode() error {
 		apiPort:   u.Port(),
 		apiCA:     h.cfg.CAData,
 		hostPorts: hostPorts,
-		images:    newImages(filepath.Join(h.dir, "images"), h.registry.host),
+		images:    newImages(filepath.Join(h.dir, "images"), h.registry.Host),
 		dir:       h.dir,
 		log:       h.log.With("component", "node"),
 
@@ -474,7 +466,7 @@ func (h *Harness) Stop() error {
 			}
 		}
 		if h.registry != nil {
-			errs = append(errs, h.registry.close())
+			errs = append(errs, h.registry.Close())
 		}
 		if h.widgets != nil {
 			errs = append(errs, h.widgets.close())
@@ -530,23 +522,6 @@ func (h *Harness) CoreMetricsURL() string {
 // WidgetAPI is the reference Widget API server, or nil when
 // Options.WidgetAPI was not set.
 func (h *Harness) WidgetAPI() *WidgetAPI { return h.widgets }
-
-func scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme,
-		extv1.AddToScheme,
-		pkgv1.AddToScheme,
-		pkgv1beta1.AddToScheme,
-		xpextv1.AddToScheme,
-		xpextv1alpha1.AddToScheme,
-	} {
-		if err := add(s); err != nil {
-			panic(fmt.Sprintf("cannot build scheme: %v", err))
-		}
-	}
-	return s
-}
 
 // since is the time since t, rounded for logs.
 func since(t time.Time) string { return time.Since(t).Round(100 * time.Millisecond).String() }

@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/widgetco/crossplane-widget/test/lib/registry"
 )
 
 func TestToolsFromEnv(t *testing.T) {
@@ -186,7 +188,7 @@ func TestIssue(t *testing.T) {
 }
 
 func TestLoopbackRef(t *testing.T) {
-	h := &Harness{registry: &loopbackRegistry{host: "127.0.0.1:5000"}}
+	h := &Harness{registry: &registry.Registry{Host: "127.0.0.1:5000"}}
 	cases := map[string]struct {
 		reason  string
 		ref     string

@@ -81,3 +81,8 @@ func parseDockerConfig(b []byte) map[string]authn.AuthConfig {
 	}
 	return out
 }
+
+// keychainFunc adapts a function to authn.Keychain.
+type keychainFunc func(authn.Resource) (authn.Authenticator, error)
+
+func (f keychainFunc) Resolve(r authn.Resource) (authn.Authenticator, error) { return f(r) }

@@ -2,13 +2,6 @@ package harness
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/subtle"
-	"encoding/base64"
-	"encoding/json"
-	"log"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,9 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -29,133 +20,20 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	pkgimage "github.com/widgetco/crossplane-widget/package/image"
+	"github.com/widgetco/crossplane-widget/test/lib/registry"
 )
 
 // RegistryUser is the loopback registry's one account. Its password is
 // random per harness and never leaves the harness: PushPackage and
 // CopyPackage use it, CreateRegistryPullSecret writes it into a pull Secret,
 // and RegistryCanary hands it to a leak scan.
-const RegistryUser = "widgetco"
+const RegistryUser = registry.User
 
 // LoopbackPullSecret is the pull Secret for the loopback registry that Start
 // creates in Crossplane's namespace. InstallFunction and InstallProvider name
 // it in the packages' spec.packagePullSecrets; a Configuration's
 // dependencies need an ImageConfig instead (see CreateRegistryPullSecret).
 const LoopbackPullSecret = "loopback-registry" //nolint:gosec // The name of a Secret, not a credential.
-
-// registryRealm is the realm of the registry's Basic challenge.
-const registryRealm = "widgetco loopback registry"
-
-// loopbackRegistry is go-containerregistry's in-memory OCI registry served
-// over plain HTTP on 127.0.0.1, behind Basic authentication: like a private
-// registry, it refuses anonymous pulls. Crossplane (like every
-// go-containerregistry client) talks plain HTTP to loopback registries
-// without being told to.
-type loopbackRegistry struct {
-	host string
-	auth authn.Basic
-	srv  *http.Server
-	logf *os.File
-}
-
-func startRegistry(logPath string) (*loopbackRegistry, error) {
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, errors.Wrap(err, "cannot open registry log")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		_ = f.Close()
-		return nil, errors.Wrap(err, "cannot listen for the OCI registry")
-	}
-	auth := authn.Basic{Username: RegistryUser, Password: "reg-" + rand.Text()}
-	logger := log.New(f, "", log.LstdFlags)
-	srv := &http.Server{
-		Handler:           requireBasicAuth(auth, registry.New(registry.Logger(logger)), logger),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
-	go func() { _ = srv.Serve(l) }()
-	return &loopbackRegistry{host: l.Addr().String(), auth: auth, srv: srv, logf: f}, nil
-}
-
-// requireBasicAuth serves next only to requests with want's credentials.
-// Every other request gets what a private registry answers: 401 with a
-// Basic challenge, which go-containerregistry's client (and so Crossplane's
-// package manager, crane and the Crossplane CLI) answers with the
-// credentials its keychain holds for the host, and an UNAUTHORIZED error in
-// the registry API's format, which those clients show. Refusals are logged
-// by reason, never with the password tried.
-//
-// Basic rather than the bearer token flow of Docker Hub or ghcr.io: the
-// client sends the same keychain credentials either way (for a bearer
-// challenge to the token endpoint, then the token), so what is under test -
-// which credentials Crossplane picks for an image - is the same, and Basic
-// needs no token service.
-func requireBasicAuth(want authn.Basic, next http.Handler, logger *log.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, password, ok := r.BasicAuth()
-		userOK := subtle.ConstantTimeCompare([]byte(user), []byte(want.Username)) == 1
-		passwordOK := subtle.ConstantTimeCompare([]byte(password), []byte(want.Password)) == 1
-		if ok && userOK && passwordOK {
-			next.ServeHTTP(w, r)
-			return
-		}
-		why := "no credentials"
-		switch {
-		case ok && userOK:
-			why = "wrong password for user " + want.Username
-		case ok:
-			// What was sent as a user name might be a password.
-			why = "unknown user"
-		}
-		logger.Printf("%s %s 401 refused: %s", r.Method, r.URL.Path, why)
-		w.Header().Set("WWW-Authenticate", `Basic realm="`+registryRealm+`"`)
-		w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = w.Write([]byte(`{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`))
-	})
-}
-
-func (r *loopbackRegistry) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := r.srv.Shutdown(ctx)
-	_ = r.logf.Close()
-	return errors.Wrap(err, "cannot stop the OCI registry")
-}
-
-// keychain resolves the loopback registry to its credentials and every other
-// registry to anonymous.
-func (r *loopbackRegistry) keychain() authn.Keychain {
-	return keychainFunc(func(res authn.Resource) (authn.Authenticator, error) {
-		if res.RegistryStr() == r.host {
-			return &r.auth, nil
-		}
-		return authn.Anonymous, nil
-	})
-}
-
-// keychainFunc adapts a function to authn.Keychain.
-type keychainFunc func(authn.Resource) (authn.Authenticator, error)
-
-func (f keychainFunc) Resolve(r authn.Resource) (authn.Authenticator, error) { return f(r) }
-
-// dockerConfigJSON is a kubernetes.io/dockerconfigjson Secret's
-// .dockerconfigjson: what `kubectl create secret docker-registry` writes.
-func dockerConfigJSON(host string, a authn.Basic) ([]byte, error) {
-	type entry struct {
-		Username string `json:"username"`
-		Password string `json:"password"`
-		Auth     string `json:"auth"`
-	}
-	b, err := json.Marshal(map[string]map[string]entry{"auths": {host: {
-		Username: a.Username,
-		Password: a.Password,
-		Auth:     base64.StdEncoding.EncodeToString([]byte(a.Username + ":" + a.Password)),
-	}}})
-	return b, errors.Wrap(err, "cannot encode a docker config")
-}
 
 // CreateRegistryPullSecret creates (or updates) the Secret name in
 // Crossplane's namespace, of type kubernetes.io/dockerconfigjson, holding
@@ -164,7 +42,7 @@ func dockerConfigJSON(host string, a authn.Basic) ([]byte, error) {
 // spec.registry.authentication.pullSecretRef or a package's
 // spec.packagePullSecrets.
 func (h *Harness) CreateRegistryPullSecret(ctx context.Context, name string) error {
-	cfg, err := dockerConfigJSON(h.registry.host, h.registry.auth)
+	cfg, err := h.registry.DockerConfigJSON()
 	if err != nil {
 		return err
 	}
@@ -183,16 +61,16 @@ func (h *Harness) CreateRegistryPullSecret(ctx context.Context, name string) err
 // RegistryCanary is the loopback registry's password as a leak canary: it
 // belongs only in pull Secrets.
 func (h *Harness) RegistryCanary() Canary {
-	return Canary{Kind: "registry password", Value: h.registry.auth.Password}
+	return Canary{Kind: "registry password", Value: h.registry.Auth.Password}
 }
 
 // RegistryHost is the loopback registry's host:port (127.0.0.1:PORT).
-func (h *Harness) RegistryHost() string { return h.registry.host }
+func (h *Harness) RegistryHost() string { return h.registry.Host }
 
 // PackageRef returns the loopback registry reference for repo:tag, e.g.
 // PackageRef("function-widget:v0.1.0") is
 // "127.0.0.1:PORT/function-widget:v0.1.0".
-func (h *Harness) PackageRef(repoTag string) string { return h.registry.host + "/" + repoTag }
+func (h *Harness) PackageRef(repoTag string) string { return h.registry.Host + "/" + repoTag }
 
 // PushPackage pushes the package file xpkgPath (as written by
 // `crossplane xpkg build`) to the loopback registry and returns its full
@@ -213,7 +91,7 @@ func (h *Harness) PushPackage(ctx context.Context, xpkgPath, ref string) (string
 	if err != nil {
 		return "", errors.Wrapf(err, "cannot read package %s", xpkgPath)
 	}
-	if err := remote.Write(r, img, remote.WithContext(ctx), remote.WithAuthFromKeychain(h.registry.keychain())); err != nil {
+	if err := remote.Write(r, img, remote.WithContext(ctx), remote.WithAuthFromKeychain(h.registry.Keychain())); err != nil {
 		return "", errors.Wrapf(err, "cannot push package to %s", full)
 	}
 	h.log.Info("Pushed package", "ref", full, "file", xpkgPath, "duration", since(t))
@@ -231,7 +109,7 @@ func (h *Harness) PushImage(ctx context.Context, img v1.Image, ref string) (stri
 	if err != nil {
 		return "", errors.Wrapf(err, "cannot parse image reference %q (it needs a tag)", full)
 	}
-	if err := remote.Write(r, img, remote.WithContext(ctx), remote.WithAuthFromKeychain(h.registry.keychain())); err != nil {
+	if err := remote.Write(r, img, remote.WithContext(ctx), remote.WithAuthFromKeychain(h.registry.Keychain())); err != nil {
 		return "", errors.Wrapf(err, "cannot push image to %s", full)
 	}
 	return full, nil
@@ -253,7 +131,7 @@ func (h *Harness) CopyPackage(ctx context.Context, from, to string) (string, err
 		}
 		refs = append(refs, r)
 	}
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(h.registry.keychain())}
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(h.registry.Keychain())}
 	d, err := remote.Get(refs[0], opts...)
 	if err != nil {
 		return "", errors.Wrapf(err, "cannot get package %s", refs[0])
@@ -276,12 +154,12 @@ func (h *Harness) CopyPackage(ctx context.Context, from, to string) (string, err
 
 // loopbackRef resolves ref against the loopback registry.
 func (h *Harness) loopbackRef(ref string) (string, error) {
-	if strings.HasPrefix(ref, h.registry.host+"/") {
+	if strings.HasPrefix(ref, h.registry.Host+"/") {
 		return ref, nil
 	}
 	first, _, found := strings.Cut(ref, "/")
 	if found && (strings.ContainsAny(first, ".:") || first == "localhost") {
-		return "", errors.Errorf("cannot push to %q: only the loopback registry %s is allowed", ref, h.registry.host)
+		return "", errors.Errorf("cannot push to %q: only the loopback registry %s is allowed", ref, h.registry.Host)
 	}
 	return h.PackageRef(ref), nil
 }
