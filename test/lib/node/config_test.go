@@ -27,10 +27,19 @@ func TestContainerdConfig(t *testing.T) {
 		`      bin_dirs = ["/t/cni"]`,
 		`      conf_dir = "/n/cni/net.d"`,
 		`    disable = true`,
+		`      config_path = "/n/containerd/certs.d"`,
 	} {
 		if !strings.Contains("\n"+got+"\n", "\n"+want+"\n") {
 			t.Errorf("containerd config lacks the line %q:\n%s", want, got)
 		}
+	}
+}
+
+func TestPlainHTTPHost(t *testing.T) {
+	got := string(plainHTTPHost("10.213.0.1:5000"))
+	want := "server = \"http://10.213.0.1:5000\"\n\n[host.\"http://10.213.0.1:5000\"]\n  capabilities = [\"pull\", \"resolve\"]\n"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("hosts.toml: -want, +got:\n%s", diff)
 	}
 }
 
@@ -66,7 +75,7 @@ func TestCNIConfig(t *testing.T) {
 }
 
 func TestKubeletConfig(t *testing.T) {
-	b, err := kubeletConfig(kubeletPaths{Root: "/n/k/root", PodLogs: "/n/k/pods", VolumePlugins: "/n/k/vp"}, "unix:///n/c.sock", "/widget-node-1", "10.213.0.1", 10250, 10248)
+	b, err := kubeletConfig(kubeletPaths{Root: "/n/k/root", PodLogs: "/n/k/pods", VolumePlugins: "/n/k/vp"}, "unix:///n/c.sock", "/widget-node-1", "10.213.0.1", "10.214.0.10", 10250, 10248)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +93,8 @@ func TestKubeletConfig(t *testing.T) {
 		"volumePluginDir":          "/n/k/vp",
 		"address":                  "10.213.0.1",
 		"readOnlyPort":             float64(0),
+		"clusterDNS":               []any{"10.214.0.10"},
+		"clusterDomain":            "cluster.local",
 	}
 	for k, v := range want {
 		if diff := cmp.Diff(v, got[k]); diff != "" {

@@ -46,6 +46,10 @@ func containerdConfig(dir, runc, cniBinDir, cniConfDir, sandboxImage string) str
 		`    disable = true`,
 		`  [plugins.'io.containerd.cri.v1.images']`,
 		`    snapshotter = 'overlayfs'`,
+		// A hosts.toml per registry (plainHTTPHost); credentials come
+		// from the pods' pull Secrets.
+		`    [plugins.'io.containerd.cri.v1.images'.registry]`,
+		`      config_path = ` + q(filepath.Join(dir, "certs.d")),
 		// Imported with ctr, never pulled: nothing comes from a public
 		// registry, and a pinned image survives kubelet's image GC.
 		`    [plugins.'io.containerd.cri.v1.images'.pinned_images]`,
@@ -74,6 +78,13 @@ func containerdConfig(dir, runc, cniBinDir, cniConfDir, sandboxImage string) str
 		`    stream_server_port = '0'`,
 		``,
 	}, "\n")
+}
+
+// plainHTTPHost is containerd's hosts.toml for a registry served over
+// plain HTTP (containerd assumes HTTPS for any host but localhost).
+func plainHTTPHost(hostPort string) []byte {
+	u := strconv.Quote("http://" + hostPort)
+	return []byte("server = " + u + "\n\n[host." + u + "]\n  capabilities = [\"pull\", \"resolve\"]\n")
 }
 
 // cniConfig renders the pod network: a bridge with the node's address as

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -345,6 +346,30 @@ func ip(args ...string) error {
 func linkExists(name string) bool {
 	_, err := os.Stat(filepath.Join("/sys/class/net", name))
 	return err == nil
+}
+
+// CreateBridge creates the bridge a node's pods join, with the node's
+// address (the first of podCIDR) on it, and returns that address: for a
+// caller that serves on the node's address before the node starts
+// (Options.BridgeCreated). DeleteBridge removes it.
+func CreateBridge(name, podCIDR string) (string, error) {
+	_, cidr, err := net.ParseCIDR(podCIDR)
+	if err != nil || cidr.IP.To4() == nil {
+		return "", errors.Errorf("pod CIDR %q is not an IPv4 range", podCIDR)
+	}
+	gw := make(net.IP, 4)
+	copy(gw, cidr.IP.To4())
+	gw[3]++
+	ones, _ := cidr.Mask.Size()
+	return gw.String(), createBridge(name, fmt.Sprintf("%s/%d", gw, ones))
+}
+
+// DeleteBridge deletes the bridge CreateBridge created, if it exists.
+func DeleteBridge(name string) error {
+	if !linkExists(name) {
+		return nil
+	}
+	return ip("link", "del", name)
 }
 
 // createBridge creates the bridge the pods' veths join, with the node's

@@ -18,7 +18,7 @@ type kubeletPaths struct {
 // kubeletConfig renders a KubeletConfiguration (JSON, which kubelet reads
 // as YAML) for this machine kind: cgroup v1 with the cgroupfs driver,
 // swap allowed, the pods' cgroups under a cgroup root of the node's own.
-func kubeletConfig(p kubeletPaths, runtimeEndpoint, cgroupRoot, address string, port, healthzPort int) ([]byte, error) {
+func kubeletConfig(p kubeletPaths, runtimeEndpoint, cgroupRoot, address, clusterDNS string, port, healthzPort int) ([]byte, error) {
 	c := map[string]any{
 		"apiVersion": "kubelet.config.k8s.io/v1beta1",
 		"kind":       "KubeletConfiguration",
@@ -56,6 +56,10 @@ func kubeletConfig(p kubeletPaths, runtimeEndpoint, cgroupRoot, address string, 
 		"registerNode":                true,
 		"nodeStatusUpdateFrequency":   "5s",
 		"serializeImagePulls":         false,
+	}
+	if clusterDNS != "" {
+		c["clusterDNS"] = []string{clusterDNS}
+		c["clusterDomain"] = "cluster.local"
 	}
 	b, err := json.MarshalIndent(c, "", "  ")
 	return b, errors.Wrap(err, "cannot render the kubelet config")

@@ -83,6 +83,17 @@ type Options struct {
 	// link of the machine uses; its first address is the node's (on the
 	// bridge). Default 10.213.0.0/24.
 	PodCIDR string
+	// BridgeCreated says the caller has created Bridge with CreateBridge
+	// (to serve on the node's address before the node starts): Start uses
+	// it, and the caller deletes it after Stop.
+	BridgeCreated bool
+	// ClusterDNS, when set, is the cluster DNS Service's address that
+	// kubelet gives pods (domain cluster.local).
+	ClusterDNS string
+	// PlainHTTPRegistries are registries (host:port) containerd pulls
+	// from over plain HTTP, with the credentials of the pods' pull
+	// Secrets.
+	PlainHTTPRegistries []string
 	// Images are image archives (docker or OCI) imported into containerd
 	// before kubelet starts. The sandbox image must be one of them.
 	Images []string
@@ -201,8 +212,10 @@ func (n *Node) start(ctx context.Context, cidr, nodeAddr string) error {
 	if err := os.MkdirAll(logs, 0o750); err != nil {
 		return errors.Wrap(err, "cannot create the node's log directory")
 	}
-	if err := createBridge(o.Bridge, nodeAddr); err != nil {
-		return err
+	if !o.BridgeCreated {
+		if err := createBridge(o.Bridge, nodeAddr); err != nil {
+			return err
+		}
 	}
 	if err := createCgroupRoot(n.cgroupRoot); err != nil {
 		return err
@@ -216,6 +229,11 @@ func (n *Node) start(ctx context.Context, cidr, nodeAddr string) error {
 	}
 	if err := writeFile(filepath.Join(o.Dir, "cni", "net.d", "10-widget-node.conflist"), cni); err != nil {
 		return err
+	}
+	for _, r := range o.PlainHTTPRegistries {
+		if err := writeFile(filepath.Join(cdir, "certs.d", r, "hosts.toml"), plainHTTPHost(r)); err != nil {
+			return err
+		}
 	}
 	cfg := filepath.Join(cdir, "config.toml")
 	if err := writeFile(cfg, []byte(containerdConfig(cdir, o.Tools.Runc, o.Tools.CNIDir, filepath.Join(o.Dir, "cni", "net.d"), o.SandboxImage))); err != nil {
@@ -253,7 +271,7 @@ func (n *Node) start(ctx context.Context, cidr, nodeAddr string) error {
 		PodLogs:       filepath.Join(kdir, "pods"),
 		VolumePlugins: filepath.Join(kdir, "volume-plugins"),
 	}
-	kc, err := kubeletConfig(paths, "unix://"+n.containerdSock, n.cgroupRoot, n.nodeIP, port, hport)
+	kc, err := kubeletConfig(paths, "unix://"+n.containerdSock, n.cgroupRoot, n.nodeIP, o.ClusterDNS, port, hport)
 	if err != nil {
 		return err
 	}
