@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -469,4 +471,59 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// Reclaim tears down what a node that was killed before its Stop left on
+// the machine, given its directory and cgroup root: its processes
+// (containerd, kubelet, shims, containers), the mounts under its
+// directory, its cgroups, and the container log links into its directory.
+// The sysctls it changed cannot be told from the machine's own and stay.
+// It returns what it removed.
+func Reclaim(dir, cgroupRoot string) ([]string, error) {
+	if dir == "" || !filepath.IsAbs(dir) || filepath.Clean(dir) == "/" {
+		return nil, errors.Errorf("cannot reclaim node directory %q: not an absolute path below /", dir)
+	}
+	done := make([]string, 0, 8)
+	for range 3 {
+		for _, pid := range cgroupPIDs(cgroupRoot) {
+			done = append(done, "process "+strconv.Itoa(pid))
+			killPID(pid)
+		}
+		for _, p := range processesMentioning(dir) {
+			done = append(done, "process "+p)
+		}
+		killMentioning(dir)
+	}
+	for _, m := range mountsUnder(dir) {
+		done = append(done, "mount "+m)
+	}
+	errs := []error{unmountUnder(dir)}
+	if cgroupRoot != "" && len(cgroupDirs(cgroupRoot)) > 0 {
+		done = append(done, "cgroup "+cgroupRoot)
+		errs = append(errs, removeCgroupRoot(cgroupRoot))
+	}
+	for _, e := range entries("/var/log/containers") {
+		f := filepath.Join("/var/log/containers", e)
+		if t, err := os.Readlink(f); err == nil && strings.HasPrefix(t, dir+"/") {
+			done = append(done, f)
+			errs = append(errs, os.Remove(f))
+		}
+	}
+	// The killed shims' sockets: no one listens on them any more.
+	for _, e := range entries("/run/containerd/s") {
+		f := filepath.Join("/run/containerd/s", e)
+		if fi, err := os.Lstat(f); err != nil || fi.Mode()&os.ModeSocket == 0 {
+			continue
+		}
+		conn, err := net.DialTimeout("unix", f, time.Second)
+		if err == nil {
+			_ = conn.Close()
+			continue
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			done = append(done, f)
+			errs = append(errs, os.Remove(f))
+		}
+	}
+	return done, errors.Join(errs...)
 }

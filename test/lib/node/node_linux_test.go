@@ -16,40 +16,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/widgetco/crossplane-widget/test/lib/cluster"
 	"github.com/widgetco/crossplane-widget/test/lib/kube"
 	"github.com/widgetco/crossplane-widget/test/lib/node"
 	"github.com/widgetco/crossplane-widget/test/lib/proc"
 	"github.com/widgetco/crossplane-widget/test/lib/wait"
 )
 
-// enable says how to run the smoke test; it is skipped otherwise.
-const enable = `as root: bash hack/tools.sh && bash hack/tools.sh node && eval "$(bash hack/tools.sh env)" && E2E_NODE=1 go test ./test/lib/node/ -run TestNodeRunsAPod -v`
-
 // podCIDR is the smoke test's pod range (the node's bridge).
-const podCIDR = "10.213.0.0/24"
+const podCIDR = "10.215.0.0/24"
 
 // TestNodeRunsAPod starts etcd, kube-apiserver and kube-controller-manager,
 // then a real node (containerd, runc, kubelet, a CNI bridge), runs a pod
 // with a memory limit on it, and checks that tearing the node down leaves
 // nothing behind.
 func TestNodeRunsAPod(t *testing.T) {
-	if os.Getenv("E2E_NODE") != "1" {
-		t.Skip("the real node's smoke test is opt-in; run it " + enable)
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("the real node needs root; run it " + enable)
-	}
-	tools, err := node.ToolsFromEnv()
-	if err != nil {
-		t.Skipf("%v; run it %s", err, enable)
-	}
-	if err := node.Check(); err != nil {
-		t.Skipf("%v", err)
-	}
-	kcmBin := os.Getenv("KUBE_CONTROLLER_MANAGER_BIN")
-	if kcmBin == "" || os.Getenv(kube.AssetsEnv) == "" {
-		t.Skip("kube-apiserver, etcd and kube-controller-manager are not built; run it " + enable)
-	}
+	all := cluster.Require(t)
+	tools, kcmBin := all.Node, all.ControllerManager
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)

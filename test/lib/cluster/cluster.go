@@ -1,0 +1,388 @@
+//go:build linux
+
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/widgetco/crossplane-widget/test/lib/kube"
+	"github.com/widgetco/crossplane-widget/test/lib/node"
+	"github.com/widgetco/crossplane-widget/test/lib/proc"
+	"github.com/widgetco/crossplane-widget/test/lib/registry"
+)
+
+// Tools are the cluster's binaries.
+type Tools struct {
+	// Node is what the node runs.
+	Node node.Tools
+	// Assets is the directory of kube-apiserver and etcd
+	// ($KUBEBUILDER_ASSETS).
+	Assets string
+	// ControllerManager, Scheduler, Proxy and CoreDNS are
+	// kube-controller-manager, kube-scheduler, kube-proxy (with nft next
+	// to it) and coredns.
+	ControllerManager, Scheduler, Proxy, CoreDNS string
+	// Helm is helm, for InstallCrossplane.
+	Helm string
+}
+
+// ToolsFromEnv returns the binaries `eval "$(bash hack/tools.sh env)"`
+// names, checking each exists; node.ErrNoTools when one is not built.
+func ToolsFromEnv() (Tools, error) {
+	n, err := node.ToolsFromEnv()
+	t := Tools{
+		Node:              n,
+		Assets:            os.Getenv(kube.AssetsEnv),
+		ControllerManager: os.Getenv("KUBE_CONTROLLER_MANAGER_BIN"),
+		Scheduler:         os.Getenv("KUBE_SCHEDULER_BIN"),
+		Proxy:             os.Getenv("KUBE_PROXY_BIN"),
+		CoreDNS:           os.Getenv("COREDNS_BIN"),
+		Helm:              os.Getenv("HELM_BIN"),
+	}
+	if err != nil {
+		return t, err
+	}
+	for _, p := range []string{t.ControllerManager, t.Scheduler, t.Proxy, t.CoreDNS, t.Helm, filepath.Join(filepath.Dir(t.Proxy), "nft")} {
+		if p == "" || p == "nft" {
+			return t, node.ErrNoTools
+		}
+		if _, err := os.Stat(p); err != nil {
+			return t, errors.Wrapf(err, "%v", node.ErrNoTools)
+		}
+	}
+	if t.Assets == "" {
+		return t, kube.ErrNoAssets
+	}
+	return t, nil
+}
+
+// Options say how to run the cluster.
+type Options struct {
+	// Tools are the binaries; required.
+	Tools Tools
+	// Dir holds everything the cluster writes; required, and short (unix
+	// socket paths are limited to 107 bytes).
+	Dir string
+	// Bridge is the node's bridge; default "wcluster0".
+	Bridge string
+	// PodCIDR is the pods' range; its first address is the node's, where
+	// kube-apiserver and the registry listen. Default 10.213.0.0/24.
+	PodCIDR string
+	// ServiceCIDR is the Services' range, routed to the bridge; the first
+	// address is the `kubernetes` Service's, the tenth CoreDNS's. Default
+	// 10.214.0.0/24.
+	ServiceCIDR string
+	// Log receives progress; default discards.
+	Log *slog.Logger
+}
+
+// A Cluster is a running one-node cluster. Stop tears it down.
+type Cluster struct {
+	// Kube is kube-apiserver and etcd, with an admin client.
+	Kube *kube.Env
+	// Node is the node.
+	Node *node.Node
+	// Registry is the private registry on the node's address.
+	Registry *registry.Registry
+	// Kubeconfig is an admin kubeconfig (for kubectl and helm).
+	Kubeconfig string
+
+	opts     Options
+	log      *slog.Logger
+	nodeIP   string
+	dnsIP    string
+	procs    []*proc.Process
+	lock     *machineLock
+	proxy    *proc.Process
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start starts the cluster and waits until the node is Ready and CoreDNS
+// serves. On error it tears down what it started; otherwise the caller
+// must call Stop.
+func Start(ctx context.Context, o Options) (*Cluster, error) {
+	if err := node.Check(); err != nil {
+		return nil, err
+	}
+	if o.Dir == "" || o.Tools.Node.Kubelet == "" {
+		return nil, errors.New("cluster options need Dir and Tools")
+	}
+	if o.Bridge == "" {
+		o.Bridge = "wcluster0"
+	}
+	if o.PodCIDR == "" {
+		o.PodCIDR = "10.213.0.0/24"
+	}
+	if o.ServiceCIDR == "" {
+		o.ServiceCIDR = "10.214.0.0/24"
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	_, svc, err := net.ParseCIDR(o.ServiceCIDR)
+	if err != nil || svc.IP.To4() == nil {
+		return nil, errors.Errorf("service CIDR %q is not an IPv4 range", o.ServiceCIDR)
+	}
+	dns := make(net.IP, 4)
+	copy(dns, svc.IP.To4())
+	dns[3] += 10
+	c := &Cluster{opts: o, log: o.Log, dnsIP: dns.String(), Kubeconfig: filepath.Join(o.Dir, "kubeconfig")}
+	lock, prev, err := lockMachine(ctx, o.Bridge, func(holder string) {
+		o.Log.Info("Waiting for another cluster on this machine to end", "holder", holder)
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.lock = lock
+	if prev != nil {
+		if err := c.reclaim(*prev); err != nil {
+			lock.release()
+			return nil, err
+		}
+	}
+	if err := c.start(ctx); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	return c, nil
+}
+
+func (c *Cluster) start(ctx context.Context) error {
+	o := c.opts
+	for _, d := range []string{o.Dir, c.path("logs"), c.path("images")} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			return errors.Wrap(err, "cannot create the cluster's directories")
+		}
+	}
+	if err := c.lock.record(runRecord{PID: os.Getpid(), Dir: o.Dir}); err != nil {
+		return err
+	}
+	t := time.Now()
+	ip, err := node.CreateBridge(o.Bridge, o.PodCIDR)
+	if err != nil {
+		return err
+	}
+	c.nodeIP = ip
+	// Traffic to Services goes to the bridge before kube-proxy rewrites
+	// it, never toward the machine's default route.
+	if err := run(ctx, "ip", "route", "add", o.ServiceCIDR, "dev", o.Bridge, "src", ip); err != nil {
+		return err
+	}
+	if c.Registry, err = registry.Start(net.JoinHostPort(ip, "0"), c.path("logs", "registry.log")); err != nil {
+		return err
+	}
+
+	apiLog, err := os.Create(c.path("logs", "kube-apiserver.log"))
+	if err != nil {
+		return errors.Wrap(err, "cannot create kube-apiserver's log")
+	}
+	defer apiLog.Close() //nolint:errcheck // kube-apiserver holds its own descriptor
+	if c.Kube, err = kube.Start(kube.Options{
+		Assets:       o.Tools.Assets,
+		EtcdDataDir:  c.path("etcd"),
+		CertDir:      c.path("apiserver"),
+		Kubeconfig:   c.Kubeconfig,
+		Address:      ip,
+		ServiceCIDR:  o.ServiceCIDR,
+		Pods:         true,
+		Scheme:       kube.CrossplaneScheme(),
+		EtcdLog:      apiLog,
+		APIServerLog: apiLog,
+	}); err != nil {
+		return err
+	}
+	c.log.Info("kube-apiserver ready", "address", c.Kube.Config.Host, "took", since(t))
+
+	if err := c.startControllers(); err != nil {
+		return err
+	}
+	pause, err := node.BuildPauseImage(ctx, c.path("images"))
+	if err != nil {
+		return err
+	}
+	if c.Node, err = node.Start(ctx, node.Options{
+		Tools:               o.Tools.Node,
+		Dir:                 c.path("node"),
+		Kubeconfig:          c.Kubeconfig,
+		Bridge:              o.Bridge,
+		PodCIDR:             o.PodCIDR,
+		BridgeCreated:       true,
+		ClusterDNS:          c.dnsIP,
+		PlainHTTPRegistries: []string{c.Registry.Host},
+		Images:              []string{pause},
+		Log:                 c.log,
+	}); err != nil {
+		return err
+	}
+	if err := c.lock.record(runRecord{PID: os.Getpid(), Dir: o.Dir, CgroupRoot: c.Node.CgroupRoot()}); err != nil {
+		return err
+	}
+	if err := c.startProxy(); err != nil {
+		return err
+	}
+	if err := c.waitNodeReady(ctx); err != nil {
+		return err
+	}
+	c.log.Info("node Ready", "node", c.Node.Name(), "took", since(t))
+	if err := c.startCoreDNS(ctx); err != nil {
+		return err
+	}
+	c.log.Info("CoreDNS ready", "service", c.dnsIP, "took", since(t))
+	return nil
+}
+
+// NodeIP is the node's address, where kube-apiserver and the registry
+// listen and pods reach the host.
+func (c *Cluster) NodeIP() string { return c.nodeIP }
+
+// Client is an admin client.
+func (c *Cluster) Client() client.Client { return c.Kube.Client }
+
+// Stop tears the cluster down, also after a failed or partial start: the
+// node (every pod), kube-proxy's rules, the control plane's processes,
+// kube-apiserver and etcd, the registry and the bridge. It is safe to call
+// more than once.
+func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() { c.stopErr = c.stop() })
+	return c.stopErr
+}
+
+func (c *Cluster) stop() error {
+	var errs []error
+	if c.Node != nil {
+		errs = append(errs, c.Node.Stop())
+	}
+	if c.proxy != nil {
+		errs = append(errs, c.proxy.Stop(), c.cleanupProxy())
+	}
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		errs = append(errs, c.procs[i].Stop())
+	}
+	if c.Kube != nil {
+		errs = append(errs, c.Kube.Stop())
+	}
+	if c.Registry != nil {
+		errs = append(errs, c.Registry.Close())
+	}
+	if c.nodeIP != "" {
+		errs = append(errs, node.DeleteBridge(c.opts.Bridge))
+	}
+	if err := errors.Join(errs...); err != nil {
+		// The record stays: the next cluster tears down what is left.
+		return errors.Wrap(err, "cannot tear the cluster down")
+	}
+	c.lock.release()
+	return nil
+}
+
+// reclaim tears down what a cluster whose process was killed left (its
+// lock file's record): every process that names its directory, the node's
+// containers, mounts and cgroups, kube-proxy's rules and the bridge.
+func (c *Cluster) reclaim(r runRecord) error {
+	done, err := node.Reclaim(r.Dir, r.CgroupRoot)
+	if cerr := c.cleanupProxy(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	if _, serr := os.Stat(filepath.Join("/sys/class/net", c.opts.Bridge)); serr == nil {
+		done = append(done, "network link "+c.opts.Bridge)
+		err = errors.Join(err, node.DeleteBridge(c.opts.Bridge))
+	}
+	if err != nil {
+		return errors.Wrapf(err, "cannot tear down what a killed cluster (pid %d, %s) left", r.PID, r.Dir)
+	}
+	c.log.Info("Tore down what a killed cluster left", "pid", r.PID, "dir", r.Dir, "removed", len(done))
+	return nil
+}
+
+// Leftovers lists what the cluster left on the machine after Stop: the
+// node's leftovers, kube-proxy's nftables tables and the bridge.
+func (c *Cluster) Leftovers() []string {
+	var out []string
+	if c.Node != nil {
+		out = append(out, c.Node.Leftovers()...)
+	}
+	if _, err := os.Stat(filepath.Join("/sys/class/net", c.opts.Bridge)); err == nil {
+		out = append(out, "network link "+c.opts.Bridge)
+	}
+	for _, fam := range []string{"ip", "ip6"} {
+		if err := run(context.Background(), c.nft(), "list", "table", fam, "kube-proxy"); err == nil {
+			out = append(out, "nftables table "+fam+" kube-proxy")
+		}
+	}
+	return out
+}
+
+func (c *Cluster) path(elem ...string) string {
+	return filepath.Join(append([]string{c.opts.Dir}, elem...)...)
+}
+
+// waitNodeReady waits until the Node reports Ready, failing at once when
+// kubelet exits.
+func (c *Cluster) waitNodeReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	for {
+		n := &corev1.Node{}
+		err := c.Kube.Client.Get(ctx, client.ObjectKey{Name: c.Node.Name()}, n)
+		if err == nil {
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-c.Node.KubeletExited():
+			return errors.Errorf("kubelet exited; see %s", c.Node.KubeletLog())
+		case <-ctx.Done():
+			return errors.Errorf("node %s not Ready within 3m (last error: %v); see %s", c.Node.Name(), err, c.Node.KubeletLog())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// CreatePullSecret creates the Secret name in namespace, of type
+// kubernetes.io/dockerconfigjson, holding the registry's credentials.
+func (c *Cluster) CreatePullSecret(ctx context.Context, namespace, name string) error {
+	cfg, err := c.Registry.DockerConfigJSON()
+	if err != nil {
+		return err
+	}
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: cfg},
+	}
+	return errors.Wrapf(c.Kube.Client.Create(ctx, s), "cannot create pull Secret %s/%s", namespace, name)
+}
+
+// run runs a command, returning its output in the error.
+func run(ctx context.Context, name string, args ...string) error {
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if err != nil {
+		return errors.Errorf("%s %v: %v: %s", name, args, err, out)
+	}
+	return nil
+}
+
+func since(t time.Time) string { return time.Since(t).Round(100 * time.Millisecond).String() }
+
+// goarch is the architecture of the images the cluster builds.
+var goarch = runtime.GOARCH
+
+func itoa(i int32) string { return fmt.Sprint(i) }
