@@ -12,6 +12,7 @@ package platform
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -31,6 +33,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	xpextv1alpha1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1alpha1"
+	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
 	pkgv1beta1 "github.com/crossplane/crossplane/apis/v2/pkg/v1beta1"
 
 	"github.com/widgetco/crossplane-widget/package/xpkg"
@@ -135,75 +138,186 @@ type Platform struct {
 	h *harness.Harness
 }
 
+// A ControlPlane is what the platform is installed into: the harness's
+// local control plane, or a real cluster (test/lib/cluster).
+type ControlPlane interface {
+	// Client is an admin client.
+	Client() client.Client
+	// Namespace is Crossplane's namespace.
+	Namespace() string
+	// Dir is a directory packages may be built into.
+	Dir() string
+	// RegistryHost is the private registry's host:port.
+	RegistryHost() string
+	// PushPackage pushes a package file to the registry as "repo:tag" and
+	// returns its full reference.
+	PushPackage(ctx context.Context, xpkgPath, ref string) (string, error)
+	// CreateRegistryPullSecret creates (or updates) the pull Secret name
+	// for the registry in Namespace.
+	CreateRegistryPullSecret(ctx context.Context, name string) error
+	// InstallConfiguration installs the Configuration name from ref and
+	// waits until it is Installed and Healthy.
+	InstallConfiguration(ctx context.Context, name, ref string) error
+}
+
 // Install publishes the three packages to h's registry at
 // o.Packages.Version, installs the Configuration, points its dependencies at
 // the DeploymentRuntimeConfigs of examples/runtime, configures the provider
 // for h's Widget API (which must be running) and waits for the XWidget API
 // to be served. It returns once claims and XRs can be created.
 func Install(ctx context.Context, h *harness.Harness, o Options) (*Platform, error) {
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
 	if h.WidgetAPI() == nil {
 		return nil, errors.New("cannot install the platform: the harness runs no Widget API")
 	}
+	p := &Platform{h: h, Configuration: ConfigurationName}
+	err := install(ctx, h, h.WidgetAPI().URL, o, func(ctx context.Context) error {
+		g, gctx := errgroup.WithContext(ctx)
+		g.Go(func() error {
+			var err error
+			p.Function, err = h.DependencyFunction(gctx, FunctionName, harness.InstallOptions{RuntimeConfig: FunctionRuntimeConfig})
+			return err
+		})
+		g.Go(func() error {
+			var err error
+			p.Provider, err = h.DependencyProvider(gctx, ProviderName, harness.InstallOptions{RuntimeConfig: ProviderRuntimeConfig})
+			return err
+		})
+		return g.Wait()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// InstallInto is Install for any control plane, such as a real cluster
+// whose kubelet runs the packages' pods: it configures the provider for the
+// Widget API at endpoint, which the provider's pods must reach, points the
+// dependencies at their DeploymentRuntimeConfigs and waits until their
+// revisions' Deployments are available.
+func InstallInto(ctx context.Context, cp ControlPlane, endpoint string, o Options) error {
+	return install(ctx, cp, endpoint, o, func(ctx context.Context) error {
+		g, gctx := errgroup.WithContext(ctx)
+		g.Go(func() error {
+			return runWith(gctx, cp, &pkgv1.Provider{ObjectMeta: metav1.ObjectMeta{Name: ProviderName}}, ProviderRuntimeConfig)
+		})
+		g.Go(func() error {
+			return runWith(gctx, cp, &pkgv1.Function{ObjectMeta: metav1.ObjectMeta{Name: FunctionName}}, FunctionRuntimeConfig)
+		})
+		return g.Wait()
+	})
+}
+
+// runWith waits for the package manager to create the dependency pkg,
+// points it at the DeploymentRuntimeConfig config (a dependency is created
+// with Crossplane's default), and waits until it is Healthy with a current
+// revision of that config whose Deployment (named after the revision) is
+// available.
+func runWith(ctx context.Context, cp ControlPlane, pkg pkgv1.PackageWithRuntime, config string) error {
+	c := cp.Client()
+	if err := poll(ctx, 250*time.Millisecond, func(ctx context.Context) bool {
+		return c.Get(ctx, client.ObjectKeyFromObject(pkg), pkg) == nil
+	}); err != nil {
+		return errors.Wrapf(err, "cannot wait for Crossplane to install %s as a dependency", pkg.GetName())
+	}
+	patch := []byte(`{"spec":{"runtimeConfigRef":{"name":"` + config + `"}}}`)
+	if err := c.Patch(ctx, pkg, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return errors.Wrapf(err, "cannot point %s at DeploymentRuntimeConfig %s", pkg.GetName(), config)
+	}
+	last := ""
+	err := poll(ctx, 500*time.Millisecond, func(ctx context.Context) bool {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pkg), pkg); err != nil {
+			last = err.Error()
+			return false
+		}
+		if hl := pkg.GetCondition(pkgv1.TypeHealthy); hl.Status != corev1.ConditionTrue {
+			last = "Healthy=" + string(hl.Status) + " " + hl.Message
+			return false
+		}
+		rev := pkg.GetCurrentRevision()
+		var r pkgv1.PackageRevisionWithRuntime = &pkgv1.ProviderRevision{}
+		if _, ok := pkg.(*pkgv1.Function); ok {
+			r = &pkgv1.FunctionRevision{}
+		}
+		if err := c.Get(ctx, types.NamespacedName{Name: rev}, r); err != nil {
+			last = "revision " + rev + ": " + err.Error()
+			return false
+		}
+		if ref := r.GetRuntimeConfigRef(); ref == nil || ref.Name != config {
+			last = "revision " + rev + " is not of DeploymentRuntimeConfig " + config + " yet"
+			return false
+		}
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: cp.Namespace(), Name: rev}, d); err != nil {
+			last = "Deployment " + rev + ": " + err.Error()
+			return false
+		}
+		want := int32(1)
+		if d.Spec.Replicas != nil {
+			want = *d.Spec.Replicas
+		}
+		last = fmt.Sprintf("Deployment %s: %d of %d replicas updated and available", rev, d.Status.AvailableReplicas, want)
+		return d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == want &&
+			d.Status.AvailableReplicas == want && d.Status.Replicas == want
+	})
+	return errors.Wrapf(err, "%s not running with DeploymentRuntimeConfig %s: %s", pkg.GetName(), config, last)
+}
+
+// install is Install's and InstallInto's shared path; dependencies waits
+// until the provider and the function run.
+func install(ctx context.Context, cp ControlPlane, endpoint string, o Options, dependencies func(context.Context) error) error {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
 	begin := time.Now()
-	c := h.Client()
+	c := cp.Client()
 	// Before the provider: its managed resource definitions are activated
 	// as soon as the package manager creates them.
 	if err := activate(ctx, c); err != nil {
-		return nil, err
+		return err
 	}
 	standIn := ""
 	if o.ChangeLogs {
+		h, ok := cp.(*harness.Harness)
+		if !ok {
+			return errors.New("change logs are only set up on the harness so far")
+		}
 		var err error
 		if standIn, err = PublishChangeLogsSidecar(ctx, h, o.Root, o.ChangeLogsSidecar); err != nil {
-			return nil, err
+			return err
 		}
 		o.Log.Info("Change logs stand-in published", "image", standIn, "duration", since(begin))
 	}
 	if err := runtimeConfigs(ctx, c, o, standIn); err != nil {
-		return nil, err
+		return err
 	}
-	if err := registryCredentials(ctx, h); err != nil {
-		return nil, err
+	if err := registryCredentials(ctx, cp); err != nil {
+		return err
 	}
-	ref, err := Release(ctx, h, o.Root, o.Crank, o.Packages, o.Packages.Version)
+	ref, err := Release(ctx, cp, o.Root, o.Crank, o.Packages, o.Packages.Version)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	o.Log.Info("Packages published", "configuration", ref, "duration", since(begin))
-	if err := h.InstallConfiguration(ctx, ConfigurationName, ref); err != nil {
-		return nil, err
+	if err := cp.InstallConfiguration(ctx, ConfigurationName, ref); err != nil {
+		return err
 	}
 	o.Log.Info("Configuration installed", "package", ref, "duration", since(begin))
-	p := &Platform{h: h, Configuration: ConfigurationName}
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		var err error
-		p.Function, err = h.DependencyFunction(gctx, FunctionName, harness.InstallOptions{RuntimeConfig: FunctionRuntimeConfig})
+	if err := dependencies(ctx); err != nil {
 		return err
-	})
-	g.Go(func() error {
-		var err error
-		p.Provider, err = h.DependencyProvider(gctx, ProviderName, harness.InstallOptions{RuntimeConfig: ProviderRuntimeConfig})
-		return err
-	})
-	if err := g.Wait(); err != nil {
-		return nil, err
 	}
 	o.Log.Info("Dependencies running", "provider", ProviderName, "function", FunctionName, "duration", since(begin))
 	if err := waitCRDs(ctx, c, ManagedCRDs...); err != nil {
-		return nil, errors.Wrap(err, "cannot wait for the provider's managed resources to be served (are their ManagedResourceDefinitions active?)")
+		return errors.Wrap(err, "cannot wait for the provider's managed resources to be served (are their ManagedResourceDefinitions active?)")
 	}
-	if err := configure(ctx, h, o.Root, o.Token); err != nil {
-		return nil, err
+	if err := configure(ctx, cp, o.Root, o.Token, endpoint); err != nil {
+		return err
 	}
 	if err := waitCRDs(ctx, c, CompositeCRDs...); err != nil {
-		return nil, errors.Wrap(err, "cannot wait for the XWidget API to be served")
+		return errors.Wrap(err, "cannot wait for the XWidget API to be served")
 	}
 	o.Log.Info("XWidget API published", "duration", since(begin))
-	return p, nil
+	return nil
 }
 
 // CoreArgs are the flags docs/install.md recommends for Crossplane core
@@ -213,14 +327,14 @@ func Install(ctx context.Context, h *harness.Harness, o Options) (*Platform, err
 // (docs/convergence.md).
 func CoreArgs() []string { return []string{"--max-concurrent-reconciles=10"} }
 
-// Registry is where h's packages are published: <loopback registry>/widgetco.
-func Registry(h *harness.Harness) string { return h.RegistryHost() + "/" + Org }
+// Registry is where cp's packages are published: <loopback registry>/widgetco.
+func Registry(cp ControlPlane) string { return cp.RegistryHost() + "/" + Org }
 
 // Release publishes the packages to h's registry as `make publish` does:
 // the provider and the function tagged version, then configuration-widget of
 // that version (ReleaseConfiguration). It returns the Configuration's
 // reference. version must be a semantic version.
-func Release(ctx context.Context, h *harness.Harness, root, crank string, pkgs Packages, version string) (string, error) {
+func Release(ctx context.Context, h ControlPlane, root, crank string, pkgs Packages, version string) (string, error) {
 	for _, p := range []struct{ name, file string }{{"provider-widget", pkgs.Provider}, {"function-widget", pkgs.Function}} {
 		if _, err := h.PushPackage(ctx, p.file, Org+"/"+p.name+":"+version); err != nil {
 			return "", err
@@ -232,7 +346,7 @@ func Release(ctx context.Context, h *harness.Harness, root, crank string, pkgs P
 // ReleaseConfiguration builds configuration-widget of version (into h's
 // directory) with its dependencies in h's registry, pushes it there and
 // returns its reference. It does not push the dependencies.
-func ReleaseConfiguration(ctx context.Context, h *harness.Harness, root, crank, version string) (string, error) {
+func ReleaseConfiguration(ctx context.Context, h ControlPlane, root, crank, version string) (string, error) {
 	if crank == "" {
 		return "", errors.New("cannot build the Configuration: no Crossplane CLI (CRANK_BIN; bash hack/tools.sh env sets it)")
 	}
@@ -252,13 +366,13 @@ func ReleaseConfiguration(ctx context.Context, h *harness.Harness, root, crank, 
 
 // DependencyRef is the reference of package ("provider-widget" or
 // "function-widget") at version in h's registry.
-func DependencyRef(h *harness.Harness, pkg, version string) string {
+func DependencyRef(h ControlPlane, pkg, version string) string {
 	return Registry(h) + "/" + pkg + ":" + version
 }
 
 // registryCredentials creates the pull Secret for h's registry and the
 // ImageConfig that hands it to Crossplane for every package under Registry.
-func registryCredentials(ctx context.Context, h *harness.Harness) error {
+func registryCredentials(ctx context.Context, h ControlPlane) error {
 	if err := h.CreateRegistryPullSecret(ctx, RegistryCredentials); err != nil {
 		return err
 	}
@@ -384,8 +498,9 @@ func ptrDeref(s *string) string {
 // configure creates the token Secret, the ClusterProviderConfig the
 // namespaced XWidget's Composition references and the cluster-scoped
 // ProviderConfig the legacy one references, from
-// examples/provider/clusterproviderconfig.yaml, pointed at h's Widget API.
-func configure(ctx context.Context, h *harness.Harness, root, token string) error {
+// examples/provider/clusterproviderconfig.yaml, pointed at the Widget API at
+// endpoint.
+func configure(ctx context.Context, h ControlPlane, root, token, endpoint string) error {
 	objs, err := ReadObjects(filepath.Join(root, "examples", "provider", "clusterproviderconfig.yaml"))
 	if err != nil {
 		return err
@@ -398,7 +513,7 @@ func configure(ctx context.Context, h *harness.Harness, root, token string) erro
 				return errors.Wrap(err, "cannot set the Widget API token")
 			}
 		default:
-			if err := unstructured.SetNestedField(u.Object, h.WidgetAPI().URL, "spec", "endpoint"); err != nil {
+			if err := unstructured.SetNestedField(u.Object, endpoint, "spec", "endpoint"); err != nil {
 				return errors.Wrap(err, "cannot set the Widget API endpoint")
 			}
 			if ns, ok, _ := unstructured.NestedString(u.Object, "spec", "credentials", "secretRef", "namespace"); ok && ns != "" {
