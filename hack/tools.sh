@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # hack/tools.sh - build and cache the heavy out-of-tree binaries that the
 # integration, render and e2e test tiers and the demo need (kube-apiserver,
-# etcd, Crossplane core, the Crossplane CLI, golangci-lint, kubectl, benchmark
-# peers, and, opt in, what a real node runs: kubelet, containerd, runc, CNI
-# plugins, CoreDNS).
+# etcd, Crossplane core, the Crossplane CLI, golangci-lint, kubectl, what a
+# real node runs: kubelet, containerd, runc, CNI plugins, CoreDNS, helm; and,
+# opt in, benchmark peers).
 #
 # Why this exists:
 #   * There is no internet here, only the Go module proxy. So nothing is
@@ -20,11 +20,12 @@
 #     interrupted build never leaves a half-written "cached" binary.
 #
 # Usage:
-#   bash hack/tools.sh                 build (or reuse) the default set
-#   bash hack/tools.sh all             default set + optional benchmark peers + node
-#   bash hack/tools.sh node            the real node's tools (test/lib/node): kubelet,
-#                                      kube-scheduler, kube-proxy, containerd (+ shim,
-#                                      ctr), runc, cni-plugins, coredns
+#   bash hack/tools.sh                 build (or reuse) the default set (with node)
+#   bash hack/tools.sh all             default set + optional benchmark peers
+#   bash hack/tools.sh node            only the real node's tools (test/lib/cluster):
+#                                      kubelet, kube-scheduler, kube-proxy (+ nft),
+#                                      containerd (+ shim, ctr), runc, cni-plugins,
+#                                      coredns, helm
 #   bash hack/tools.sh etcd crank ...  build just the named tools
 #   bash hack/tools.sh path <name>     print a cached path: a tool's binary, or
 #                                      crossplane-crds, crossplane-webhookconfigs,
@@ -57,10 +58,12 @@ elif [[ -n ${WIDGET_CORE:-} ]]; then
 	exit 1
 fi
 OPTIONAL_TOOLS=(function-patch-and-transform function-auto-ready crossplane-patched)
-# What a real node runs (issue 43; test/lib/node). Opt in: `make test` does
-# not build them. kube-controller-manager is already a default tool.
+# What a real node runs (test/lib/cluster), part of the default set: make
+# test runs the platform on a real node. kube-controller-manager is listed
+# above already.
 NODE_TOOLS=(runc cni-plugins containerd kubelet kube-scheduler kube-proxy coredns helm)
-ALL_TOOLS=("${DEFAULT_TOOLS[@]}" "${OPTIONAL_TOOLS[@]}" "${NODE_TOOLS[@]}")
+DEFAULT_TOOLS+=("${NODE_TOOLS[@]}")
+ALL_TOOLS=("${DEFAULT_TOOLS[@]}" "${OPTIONAL_TOOLS[@]}")
 
 log() { printf 'tools: %s\n' "$*" >&2; }
 die() { printf 'tools: ERROR: %s\n' "$*" >&2; exit 1; }
