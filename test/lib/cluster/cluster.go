@@ -107,7 +107,7 @@ type Cluster struct {
 	nodeIP   string
 	dnsIP    string
 	procs    []*proc.Process
-	lock     *machineLock
+	lock     *node.MachineLock
 	proxy    *proc.Process
 	stopOnce sync.Once
 	stopErr  error
@@ -143,8 +143,8 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	copy(dns, svc.IP.To4())
 	dns[3] += 10
 	c := &Cluster{opts: o, log: o.Log, dnsIP: dns.String(), Kubeconfig: filepath.Join(o.Dir, "kubeconfig")}
-	lock, prev, err := lockMachine(ctx, o.Bridge, func(holder string) {
-		o.Log.Info("Waiting for another cluster on this machine to end", "holder", holder)
+	lock, prev, err := node.LockMachine(ctx, func(holder string) {
+		o.Log.Info("Waiting for another node on this machine to end", "holder", holder)
 	})
 	if err != nil {
 		return nil, err
@@ -152,7 +152,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	c.lock = lock
 	if prev != nil {
 		if err := c.reclaim(*prev); err != nil {
-			lock.release()
+			lock.Release()
 			return nil, err
 		}
 	}
@@ -169,7 +169,7 @@ func (c *Cluster) start(ctx context.Context) error {
 			return errors.Wrap(err, "cannot create the cluster's directories")
 		}
 	}
-	if err := c.lock.record(runRecord{PID: os.Getpid(), Dir: o.Dir}); err != nil {
+	if err := c.lock.Record(node.RunRecord{PID: os.Getpid(), Dir: o.Dir, Bridge: o.Bridge}); err != nil {
 		return err
 	}
 	t := time.Now()
@@ -225,11 +225,12 @@ func (c *Cluster) start(ctx context.Context) error {
 		ClusterDNS:          c.dnsIP,
 		PlainHTTPRegistries: []string{c.Registry.Host},
 		Images:              []string{pause},
+		Lock:                c.lock,
 		Log:                 c.log,
 	}); err != nil {
 		return err
 	}
-	if err := c.lock.record(runRecord{PID: os.Getpid(), Dir: o.Dir, CgroupRoot: c.Node.CgroupRoot()}); err != nil {
+	if err := c.lock.Record(node.RunRecord{PID: os.Getpid(), Dir: o.Dir, CgroupRoot: c.Node.CgroupRoot(), Bridge: o.Bridge}); err != nil {
 		return err
 	}
 	if err := c.startProxy(); err != nil {
@@ -286,26 +287,22 @@ func (c *Cluster) stop() error {
 		// The record stays: the next cluster tears down what is left.
 		return errors.Wrap(err, "cannot tear the cluster down")
 	}
-	c.lock.release()
+	c.lock.Release()
 	return nil
 }
 
-// reclaim tears down what a cluster whose process was killed left (its
-// lock file's record): every process that names its directory, the node's
-// containers, mounts and cgroups, kube-proxy's rules and the bridge.
-func (c *Cluster) reclaim(r runRecord) error {
-	done, err := node.Reclaim(r.Dir, r.CgroupRoot)
+// reclaim tears down what a node or cluster whose process was killed left
+// (the lock file's record): every process that names its directory, the
+// node's containers, mounts and cgroups, its bridge, and kube-proxy's rules.
+func (c *Cluster) reclaim(r node.RunRecord) error {
+	done, err := node.ReclaimRun(r)
 	if cerr := c.cleanupProxy(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
-	if _, serr := os.Stat(filepath.Join("/sys/class/net", c.opts.Bridge)); serr == nil {
-		done = append(done, "network link "+c.opts.Bridge)
-		err = errors.Join(err, node.DeleteBridge(c.opts.Bridge))
-	}
 	if err != nil {
-		return errors.Wrapf(err, "cannot tear down what a killed cluster (pid %d, %s) left", r.PID, r.Dir)
+		return err
 	}
-	c.log.Info("Tore down what a killed cluster left", "pid", r.PID, "dir", r.Dir, "removed", len(done))
+	c.log.Info("Tore down what a killed node left", "pid", r.PID, "dir", r.Dir, "removed", len(done))
 	return nil
 }
 
@@ -386,3 +383,25 @@ func since(t time.Time) string { return time.Since(t).Round(100 * time.Milliseco
 var goarch = runtime.GOARCH
 
 func itoa(i int32) string { return fmt.Sprint(i) }
+
+// ContainerCgroup is the directory of the container id (a pod status's
+// containerID without its "containerd://") in the cgroup v1 hierarchy of
+// controller (such as "memory"), under the node's cgroup root.
+func (c *Cluster) ContainerCgroup(controller, id string) (string, error) {
+	root := filepath.Join("/sys/fs/cgroup", controller, c.Node.CgroupRoot())
+	found := ""
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil //nolint:nilerr // cgroups come and go while we walk
+		}
+		if d.Name() == id {
+			found = p
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if err != nil || found == "" {
+		return "", errors.Errorf("no %s cgroup for container %s under %s", controller, id, root)
+	}
+	return found, nil
+}

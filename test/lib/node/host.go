@@ -387,6 +387,17 @@ func createBridge(name, cidr string) error {
 	return ip("link", "set", name, "up")
 }
 
+// bridgePorts returns the links attached to the bridge (the pods' veths).
+func bridgePorts(bridge string) []string {
+	var out []string
+	for _, l := range links() {
+		if t, err := os.Readlink(filepath.Join("/sys/class/net", l, "master")); err == nil && filepath.Base(t) == bridge {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // links returns the names of the network links in this namespace.
 func links() []string {
 	ents, err := os.ReadDir("/sys/class/net")

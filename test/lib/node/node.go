@@ -96,6 +96,10 @@ type Options struct {
 	// from over plain HTTP, with the credentials of the pods' pull
 	// Secrets.
 	PlainHTTPRegistries []string
+	// Lock is the machine lock, when the caller holds it (and keeps its
+	// record). Unset, Start takes it, tearing down first what a killed
+	// node left, and Stop releases it.
+	Lock *MachineLock
 	// Images are image archives (docker or OCI) imported into containerd
 	// before kubelet starts. The sandbox image must be one of them.
 	Images []string
@@ -118,7 +122,9 @@ type Node struct {
 	containerdSock string
 	sysctls        map[string]string
 	links          []string
+	ports          []string
 	machine        map[string]machinePath
+	lock           *MachineLock
 
 	containerd, kubelet *proc.Process
 
@@ -179,6 +185,24 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	copy(gw, cidr.IP.To4())
 	gw[3]++
 	ones, _ := cidr.Mask.Size()
+	var own *MachineLock
+	if o.Lock == nil {
+		lock, prev, err := LockMachine(ctx, func(holder string) {
+			o.Log.Info("Waiting for another node on this machine to end", "holder", holder)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if prev != nil {
+			done, err := ReclaimRun(*prev)
+			if err != nil {
+				lock.Release()
+				return nil, err
+			}
+			o.Log.Info("Tore down what a killed node left", "pid", prev.PID, "dir", prev.Dir, "removed", len(done))
+		}
+		own = lock
+	}
 
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
@@ -193,12 +217,18 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		sysctls: readSysctls(Sysctls),
 		links:   links(),
 		machine: map[string]machinePath{},
+		lock:    own,
 	}
 	for _, p := range MachinePaths {
 		_, err := os.Stat(p)
 		n.machine[p] = machinePath{existed: err == nil, entries: entries(p)}
 	}
 	n.cgroupRoot = "/widget-node-" + n.id
+	if own != nil {
+		if err := own.Record(RunRecord{PID: os.Getpid(), Dir: o.Dir, CgroupRoot: n.cgroupRoot, Bridge: o.Bridge}); err != nil {
+			return nil, errors.Join(err, n.Stop())
+		}
+	}
 	if err := n.start(ctx, cidr.String(), fmt.Sprintf("%s/%d", n.nodeIP, ones)); err != nil {
 		return nil, errors.Join(err, n.Stop())
 	}
@@ -337,6 +367,8 @@ func (n *Node) Stop() error {
 
 func (n *Node) stop() error {
 	var errs []error
+	// The pods' host-side veths, to check they go with their sandboxes.
+	n.ports = bridgePorts(n.opts.Bridge)
 	if n.kubelet != nil {
 		errs = append(errs, n.kubelet.Stop())
 	}
@@ -365,7 +397,11 @@ func (n *Node) stop() error {
 	}
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
+		// The record stays: the next node tears down what is left.
 		return errors.Wrap(err, "cannot tear the node down")
+	}
+	if n.lock != nil {
+		n.lock.Release()
 	}
 	return nil
 }
@@ -444,8 +480,14 @@ func (n *Node) Leftovers() []string {
 	for _, m := range mountsUnder(n.opts.Dir) {
 		out = append(out, "mount "+m)
 	}
-	for _, l := range added(n.links, links()) {
-		out = append(out, "network link "+l)
+	// Only the node's own links: other software may add links meanwhile.
+	if !n.opts.BridgeCreated && !contains(n.links, n.opts.Bridge) && linkExists(n.opts.Bridge) {
+		out = append(out, "network link "+n.opts.Bridge)
+	}
+	for _, l := range n.ports {
+		if linkExists(l) {
+			out = append(out, "network link "+l+" (a pod's veth)")
+		}
 	}
 	for _, d := range cgroupDirs(n.cgroupRoot) {
 		out = append(out, "cgroup "+d)
@@ -471,6 +513,16 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// ReclaimRun tears down what the run of r left (Reclaim) and its bridge.
+func ReclaimRun(r RunRecord) ([]string, error) {
+	done, err := Reclaim(r.Dir, r.CgroupRoot)
+	if r.Bridge != "" && linkExists(r.Bridge) {
+		done = append(done, "network link "+r.Bridge)
+		err = errors.Join(err, DeleteBridge(r.Bridge))
+	}
+	return done, errors.Wrapf(err, "cannot tear down what a killed node (pid %d, %s) left", r.PID, r.Dir)
 }
 
 // Reclaim tears down what a node that was killed before its Stop left on
