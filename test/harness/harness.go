@@ -277,7 +277,7 @@ func (h *Harness) start(ctx context.Context) error {
 				return err
 			}
 		}
-		w, err := startWidgetAPI(o, h.dir)
+		w, err := StartWidgetAPI(o, h.dir, "127.0.0.1:0")
 		if err != nil {
 			return err
 		}
@@ -469,7 +469,7 @@ func (h *Harness) Stop() error {
 			errs = append(errs, h.registry.Close())
 		}
 		if h.widgets != nil {
-			errs = append(errs, h.widgets.close())
+			errs = append(errs, h.widgets.Close())
 		}
 		if h.env != nil {
 			errs = append(errs, errors.Wrap(h.env.Stop(), "cannot stop etcd and kube-apiserver"))

@@ -13,6 +13,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -40,12 +41,25 @@ const discoveryBindingName = "service-account-issuer-discovery-unauthenticated"
 // trustCluster returns the Widget API's identity token configuration for
 // ci: kube-apiserver's issuer, its keys by discovery.
 func (h *Harness) trustCluster(ctx context.Context, ci ClusterIdentity) (*idtoken.Config, error) {
-	issuer, err := clusterIssuer(ctx, h.cfg)
+	cfg, err := TrustCluster(ctx, h.kube, h.cfg, filepath.Join(h.dir, "kube-apiserver-ca.crt"), ci)
 	if err != nil {
 		return nil, err
 	}
-	caFile := filepath.Join(h.dir, "kube-apiserver-ca.crt")
-	if err := os.WriteFile(caFile, h.cfg.CAData, 0o600); err != nil {
+	h.issuer = cfg.Issuers[0].Issuer
+	return cfg, nil
+}
+
+// TrustCluster returns the Widget API's identity token configuration for
+// ci on the cluster that kc and cfg (an admin's) reach: kube-apiserver's
+// issuer, its keys by discovery, trusting its serving CA (written to
+// caFile). It lets anonymous clients read the discovery document and keys,
+// as Kubernetes documents for relying parties outside the cluster.
+func TrustCluster(ctx context.Context, kc client.Client, cfg *rest.Config, caFile string, ci ClusterIdentity) (*idtoken.Config, error) {
+	issuer, err := clusterIssuer(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(caFile, cfg.CAData, 0o600); err != nil {
 		return nil, errors.Wrap(err, "cannot write kube-apiserver's CA for the Widget API")
 	}
 	crb := &rbacv1.ClusterRoleBinding{
@@ -53,20 +67,19 @@ func (h *Harness) trustCluster(ctx context.Context, ci ClusterIdentity) (*idtoke
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:service-account-issuer-discovery"},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:unauthenticated"}},
 	}
-	if err := h.kube.Create(ctx, crb); err != nil && !kerrors.IsAlreadyExists(err) {
+	if err := kc.Create(ctx, crb); err != nil && !kerrors.IsAlreadyExists(err) {
 		return nil, errors.Wrap(err, "cannot allow anonymous access to kube-apiserver's issuer discovery")
 	}
-	cfg := &idtoken.Config{Issuers: []idtoken.Issuer{{
+	ic := &idtoken.Config{Issuers: []idtoken.Issuer{{
 		Issuer:   issuer,
 		Audience: ci.Audience,
 		Keys:     idtoken.Keys{Discovery: true, CAFile: caFile},
 		Subjects: ci.Subjects,
 	}}}
-	if err := cfg.Validate(); err != nil {
+	if err := ic.Validate(); err != nil {
 		return nil, errors.Wrap(err, "invalid identity token configuration for the Widget API")
 	}
-	h.issuer = issuer
-	return cfg, nil
+	return ic, nil
 }
 
 // clusterIssuer reads the issuer from kube-apiserver's OIDC discovery

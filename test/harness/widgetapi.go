@@ -14,9 +14,10 @@ import (
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
 
-// WidgetAPI is the reference Widget API server the harness runs in-process.
+// WidgetAPI is the reference Widget API server run in-process, by the
+// harness or by a test for a real cluster (StartWidgetAPI).
 type WidgetAPI struct {
-	// URL is the server's base URL (http://127.0.0.1:PORT).
+	// URL is the server's base URL (http://<address>:PORT).
 	URL string
 	// DataDir holds the server's database.
 	DataDir string
@@ -27,7 +28,11 @@ type WidgetAPI struct {
 	logf *os.File
 }
 
-func startWidgetAPI(o server.Options, dir string) (*WidgetAPI, error) {
+// StartWidgetAPI serves the reference Widget API in-process on listen
+// (host:port; port 0 picks one), as the widget-api command serves it, with
+// its data under dir/widgetapi and its log in dir/logs/widget-api.log unless
+// o says otherwise. Close stops it.
+func StartWidgetAPI(o server.Options, dir, listen string) (*WidgetAPI, error) {
 	if o.DataDir == "" {
 		o.DataDir = filepath.Join(dir, "widgetapi")
 	}
@@ -50,7 +55,7 @@ func startWidgetAPI(o server.Options, dir string) (*WidgetAPI, error) {
 		closeLog()
 		return nil, errors.Wrap(err, "cannot start the Widget API server")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", listen)
 	if err != nil {
 		_ = s.Close()
 		closeLog()
@@ -63,7 +68,8 @@ func startWidgetAPI(o server.Options, dir string) (*WidgetAPI, error) {
 	return &WidgetAPI{URL: "http://" + l.Addr().String(), DataDir: o.DataDir, Server: s, hs: hs, logf: logf}, nil
 }
 
-func (w *WidgetAPI) close() error {
+// Close stops the server and closes its database.
+func (w *WidgetAPI) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	w.Server.Shutdown()
