@@ -1,10 +1,12 @@
-// Command demo is `make demo`: it starts a local Crossplane control plane
-// (package harness), publishes the three packages to a loopback registry,
-// installs configuration-widget (the XWidget API), which makes Crossplane
-// install provider-widget and function-widget, points the provider at a
+// Command demo is `make demo`: it starts a real one-node Kubernetes cluster
+// on this machine (package test/lib/cluster: kube-apiserver, kubelet,
+// containerd, CoreDNS), installs Crossplane from its Helm chart, publishes
+// the three packages to the cluster's private registry, installs
+// configuration-widget (the XWidget API), which makes Crossplane install
+// provider-widget and function-widget as pods, points the provider at a
 // local Widget API, applies the example XWidget and WidgetClaim, and shows
-// them going Ready. It then prints what to try and stays up until Ctrl-C, which
-// tears everything down.
+// them going Ready. It then prints what to try and stays up until Ctrl-C,
+// which tears everything down.
 package main
 
 import (
@@ -12,7 +14,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -27,6 +31,8 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/widgetco/crossplane-widget/test/harness"
+	"github.com/widgetco/crossplane-widget/test/lib/cluster"
+	"github.com/widgetco/crossplane-widget/test/lib/node"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
@@ -39,17 +45,17 @@ const (
 )
 
 type cli struct {
-	Dir           string        `default:"_output/demo" help:"Directory for the control plane's state, logs and diagnostics (relative to the repository root). A previous demo's directory is replaced."`
+	Dir           string        `default:"_output/demo" help:"Directory for the cluster's state and logs (relative to the repository root; short: unix socket paths under it are limited to 107 bytes). A previous demo's directory is replaced."`
 	Timeout       time.Duration `default:"5m" help:"How long to wait for the XWidget and the claim to be Ready before writing diagnostics."`
 	ExitWhenReady bool          `help:"Tear down and exit once both are Ready (a smoke test of the demo), or fail after --timeout."`
-	Debug         bool          `help:"Run Crossplane core and provider-widget with --debug (their logs are in <dir>/logs)."`
+	Debug         bool          `help:"Run provider-widget with --debug (kubectl logs shows it)."`
 }
 
 func main() {
 	c := &cli{}
 	kong.Parse(c,
 		kong.Name("demo"),
-		kong.Description("Run provider-widget and function-widget on a local Crossplane control plane with an example XWidget and WidgetClaim. Ctrl-C tears it all down."),
+		kong.Description("Run provider-widget and function-widget on Crossplane in a one-node Kubernetes cluster on this machine (as root) with an example XWidget and WidgetClaim. Ctrl-C tears it all down."),
 		kong.UsageOnError())
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
@@ -62,9 +68,16 @@ func run(c *cli) error { // A linear sequence of steps.
 	if err != nil {
 		return err
 	}
-	tools, err := harness.ToolsFromEnv()
+	if err := node.Check(); err != nil {
+		return errors.Errorf("the demo runs a real one-node Kubernetes cluster on this machine, and %v", err)
+	}
+	tools, err := cluster.ToolsFromEnv()
 	if err != nil {
-		return err
+		return errors.Wrap(err, "make demo builds the tools first")
+	}
+	crossplane, crank := os.Getenv("CROSSPLANE_BIN"), os.Getenv("CRANK_BIN")
+	if crossplane == "" || crank == "" {
+		return errors.New("CROSSPLANE_BIN or CRANK_BIN is unset: run make demo, which builds and names them")
 	}
 	dir := c.Dir
 	if !filepath.IsAbs(dir) {
@@ -82,65 +95,61 @@ func run(c *cli) error { // A linear sequence of steps.
 	if err != nil {
 		return errors.Wrap(err, "cannot find the packages (make demo builds them)")
 	}
-
-	say("Starting a local control plane in %s ...", rel(root, dir))
-	var provArgs []string
-	if c.Debug {
-		provArgs = append(provArgs, "--debug")
-	}
-	h, err := harness.Start(context.Background(), harness.Options{
-		Dir:           dir,
-		Log:           log,
-		Tools:         &tools,
-		Debug:         c.Debug,
-		HandleSignals: true,
-		// As docs/install.md recommends.
-		CoreArgs: platform.CoreArgs(),
-		WidgetAPI: &server.Options{
-			Tokens:         map[string]string{demoToken: demoProject},
-			ProvisionDelay: 3 * time.Second,
-			ResizeDelay:    3 * time.Second,
-			DeleteDelay:    2 * time.Second,
-		},
-	})
-	if err != nil {
-		return err
-	}
-	defer h.Stop() //nolint:errcheck // Stop reports problems in its log; the demo exits either way.
-	// Everything below ends when the harness is torn down (Ctrl-C).
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-h.Done():
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	// Everything below ends at Ctrl-C, which tears the cluster down.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	interrupted := func(err error) error {
 		if ctx.Err() != nil {
-			say("Interrupted; the control plane is torn down.")
+			say("Interrupted; the cluster is torn down.")
 			return nil
 		}
 		return err
 	}
 
-	say("Publishing provider-widget, function-widget and configuration-widget %s to the loopback registry %s, then installing only the Configuration: Crossplane's package manager resolves and installs the provider and the function ...", pkgs.Version, platform.Registry(h))
-	p, err := platform.Install(ctx, h, platform.Options{
-		Root: root, Packages: pkgs, Crank: tools.Crank, Token: demoToken, ProviderArgs: provArgs, Log: log,
-	})
+	say("Starting a one-node Kubernetes cluster in %s: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet on containerd, kube-proxy, CoreDNS ...", rel(root, dir))
+	cl, err := cluster.Start(ctx, cluster.Options{Tools: tools, Dir: dir, Log: log})
 	if err != nil {
 		return interrupted(err)
 	}
-	say("Installed Configuration %s; Crossplane installed its dependencies as Provider %s and Function %s (%d and %d pods).",
-		p.Configuration, platform.ProviderName, platform.FunctionName, len(p.Provider.Pods()), len(p.Function.Pods()))
-	objs, err := applyExamples(ctx, h, root)
+	defer func() {
+		if err := cl.Stop(); err != nil {
+			say("Could not tear everything down: %v", err)
+		}
+	}()
+	say("Installing Crossplane v2.4.2 from its Helm chart, with the flag docs/install.md recommends ...")
+	if _, err := cl.InstallCrossplane(ctx, cluster.Crossplane{Bin: crossplane, Version: "v2.4.2", Args: platform.CoreArgs()}); err != nil {
+		return interrupted(err)
+	}
+	api, err := harness.StartWidgetAPI(server.Options{
+		Tokens:         map[string]string{demoToken: demoProject},
+		ProvisionDelay: 3 * time.Second,
+		ResizeDelay:    3 * time.Second,
+		DeleteDelay:    2 * time.Second,
+	}, dir, net.JoinHostPort(cl.NodeIP(), "0"))
+	if err != nil {
+		return err
+	}
+	defer api.Close() //nolint:errcheck // the demo exits either way
+
+	var provArgs []string
+	if c.Debug {
+		provArgs = append(provArgs, "--debug")
+	}
+	say("Publishing provider-widget, function-widget and configuration-widget %s to the cluster's registry %s, then installing only the Configuration: Crossplane's package manager resolves and installs the provider and the function ...", pkgs.Version, platform.Registry(cl))
+	if err := platform.InstallInto(ctx, cl, api.URL, platform.Options{
+		Root: root, Packages: pkgs, Crank: crank, Token: demoToken, ProviderArgs: provArgs, Log: log,
+	}); err != nil {
+		return interrupted(err)
+	}
+	say("Installed Configuration %s; Crossplane installed its dependencies as Provider %s and Function %s, whose pods kubelet runs.",
+		platform.ConfigurationName, platform.ProviderName, platform.FunctionName)
+	objs, err := applyExamples(ctx, cl.Client(), root)
 	if err != nil {
 		return interrupted(err)
 	}
 	say("Applied the example XWidget %s and WidgetClaim %s. Waiting for them to be Ready ...", platform.Name(objs[0]), platform.Name(objs[1]))
 
-	w := newWatcher(h, objs)
+	w := newWatcher(cl.Client(), dir, objs)
 	readyIn, err := w.untilReady(ctx, c.Timeout)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -150,23 +159,23 @@ func run(c *cli) error { // A linear sequence of steps.
 		if c.ExitWhenReady {
 			return errors.New("the example XWidget and WidgetClaim did not become Ready")
 		}
-		say("The control plane stays up so you can look around (export KUBECONFIG=%s). Press Ctrl-C to stop.", h.Kubeconfig())
-		<-h.Done()
+		say("The cluster stays up so you can look around (export KUBECONFIG=%s). Press Ctrl-C to stop.", cl.Kubeconfig)
+		<-ctx.Done()
 		return errors.New("the example XWidget and WidgetClaim did not become Ready")
 	}
-	metrics, err := forwardMetrics(p)
+	metrics, err := metricsEndpoints(ctx, cl.Client())
 	if err != nil {
 		return err
 	}
-	if err := printTryThis(h, objs, readyIn, rel(root, dir), tools.Crank, metrics); err != nil {
+	if err := printTryThis(cl.Kubeconfig, api.URL, objs, readyIn, rel(root, dir), crank, metrics); err != nil {
 		return err
 	}
 	if c.ExitWhenReady {
 		return nil
 	}
 	w.follow(ctx)
-	<-h.Done()
-	say("Stopped; the control plane is torn down. Logs are kept in %s.", filepath.Join(rel(root, dir), "logs"))
+	<-ctx.Done()
+	say("Stopping; the cluster is torn down. Logs are kept in %s.", filepath.Join(rel(root, dir), "logs"))
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
-	"github.com/widgetco/crossplane-widget/test/harness"
+	"github.com/widgetco/crossplane-widget/test/lib/cluster"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 )
 
@@ -36,7 +37,7 @@ var providerEvents = map[string]bool{"DriftRepaired": true, "UpdatedWidget": tru
 
 // applyExamples creates the example XWidget and WidgetClaim, and their
 // namespaces.
-func applyExamples(ctx context.Context, h *harness.Harness, root string) ([]*unstructured.Unstructured, error) {
+func applyExamples(ctx context.Context, kc client.Client, root string) ([]*unstructured.Unstructured, error) {
 	files := []string{"namespaced/xr.yaml", "legacy/claim.yaml"}
 	objs := make([]*unstructured.Unstructured, 0, len(files))
 	for _, f := range files {
@@ -47,17 +48,18 @@ func applyExamples(ctx context.Context, h *harness.Harness, root string) ([]*uns
 		if len(o) != 1 {
 			return nil, errors.Errorf("examples/composition/%s holds %d objects, want 1", f, len(o))
 		}
-		if err := platform.EnsureNamespace(ctx, h.Client(), o[0].GetNamespace()); err != nil {
+		if err := platform.EnsureNamespace(ctx, kc, o[0].GetNamespace()); err != nil {
 			return nil, err
 		}
 		objs = append(objs, o[0])
 	}
-	return objs, platform.Create(ctx, h.Client(), objs...)
+	return objs, platform.Create(ctx, kc, objs...)
 }
 
 // A watcher shows the example objects' progress.
 type watcher struct {
-	h     *harness.Harness
+	kc    client.Client
+	dir   string
 	objs  []*unstructured.Unstructured
 	begin time.Time
 
@@ -67,9 +69,9 @@ type watcher struct {
 	events   map[types.UID]bool
 }
 
-func newWatcher(h *harness.Harness, objs []*unstructured.Unstructured) *watcher {
+func newWatcher(kc client.Client, dir string, objs []*unstructured.Unstructured) *watcher {
 	return &watcher{
-		h: h, objs: objs, begin: time.Now(),
+		kc: kc, dir: dir, objs: objs, begin: time.Now(),
 		lines: map[string]string{}, printed: map[string]time.Time{}, problems: map[string]string{}, events: map[types.UID]bool{},
 	}
 }
@@ -85,7 +87,7 @@ func (w *watcher) untilReady(ctx context.Context, timeout time.Duration) (time.D
 	for {
 		ready := true
 		for _, o := range w.objs {
-			if err := w.h.Client().Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+			if err := w.kc.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
 				ready = false
 				w.show(platform.Name(o), o.GetKind()+" "+platform.Name(o)+": cannot get it: "+err.Error(), nil, true)
 				continue
@@ -137,14 +139,8 @@ func (w *watcher) explain(ctx context.Context, cause error) {
 			w.describe(&l.Items[i])
 		}
 	}
-	dctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	d, err := w.h.DumpDiagnostics(dctx, "")
-	if err != nil {
-		fmt.Printf("\nCannot write diagnostics: %v\n", err)
-		return
-	}
-	fmt.Printf("\nDiagnostics (every object, events, each process's log) are in %s\n", d)
+	fmt.Printf("\nLogs: the control plane's in %s, kubelet's and containerd's in %s; kubectl logs -n %s <pod> for Crossplane and the packages.\n",
+		filepath.Join(w.dir, "logs"), filepath.Join(w.dir, "node", "logs"), cluster.CrossplaneNamespace)
 }
 
 func (w *watcher) describe(u *unstructured.Unstructured) {
@@ -170,7 +166,7 @@ func (w *watcher) composed(ctx context.Context) []*unstructured.UnstructuredList
 				opts = append(opts, client.InNamespace(o.GetNamespace()), client.MatchingLabels{"crossplane.io/composite": o.GetName()})
 			}
 			l.SetKind(kind)
-			if err := w.h.Client().List(ctx, l, opts...); err == nil {
+			if err := w.kc.List(ctx, l, opts...); err == nil {
 				out = append(out, l)
 			}
 		}
@@ -193,7 +189,7 @@ func (w *watcher) follow(ctx context.Context) {
 			case <-t.C:
 			}
 			for _, o := range w.objs {
-				if err := w.h.Client().Get(ctx, client.ObjectKeyFromObject(o), o); err == nil {
+				if err := w.kc.Get(ctx, client.ObjectKeyFromObject(o), o); err == nil {
 					w.show(platform.Name(o), platform.StatusLine(o), platform.Problems(o), false)
 				}
 			}
@@ -209,7 +205,7 @@ func (w *watcher) newEvents(ctx context.Context) []corev1.Event {
 	var out []corev1.Event
 	for _, ns := range w.eventNamespaces() {
 		l := &corev1.EventList{}
-		if err := w.h.Client().List(ctx, l, client.InNamespace(ns)); err != nil {
+		if err := w.kc.List(ctx, l, client.InNamespace(ns)); err != nil {
 			continue
 		}
 		for _, e := range l.Items {
@@ -259,6 +255,7 @@ var tryThis = template.Must(template.New("try").Parse(`
 {{- end}}
 
 Look around:
+  kubectl get pods -A -o wide   # core, the RBAC manager, CoreDNS, the provider and the function, run by kubelet
   kubectl get xwidgets.platform.widgetco.io,widgetclaims,widgets.widget.m.widgetco.io,widgets.widget.widgetco.io -A
   kubectl get widget -A      # the category: claims, both kinds of XWidget, managed resources
   kubectl get xwidgets.platform.widgetco.io -n {{.XRNamespace}} {{.XRName}} -o yaml
@@ -276,7 +273,7 @@ provider-widget put it back; this terminal shows its DriftRepaired event:
   kubectl get events -n {{.XRNamespace}} --field-selector reason=DriftRepaired
 {{- if .Metrics}}
 
-Metrics, through the port-forwards a cluster would need (only the provider's
+Metrics, at the pods' addresses on the node's bridge (only the provider's
 leader reconciles: kubectl get lease -n crossplane-system names it):
 {{- range .Metrics}}
   curl -s http://{{.Addr}}/metrics | grep -E '{{.Match}}'   # {{.Pod}}
@@ -289,14 +286,14 @@ Logs: {{.Dir}}/logs. Press Ctrl-C to stop and tear everything down.
 // printTryThis prints the KUBECONFIG, the cached kubectl and Crossplane CLI
 // (so that every command it suggests works with only Go and make), and what
 // to try.
-func printTryThis(h *harness.Harness, objs []*unstructured.Unstructured, took time.Duration, dir, crank string, metrics []metricsEndpoint) error {
+func printTryThis(kubeconfig, apiURL string, objs []*unstructured.Unstructured, took time.Duration, dir, crank string, metrics []metricsEndpoint) error {
 	xr, claim := objs[0], objs[1]
 	str := func(u *unstructured.Unstructured, fields ...string) string {
 		v, _, _ := unstructured.NestedString(u.Object, fields...)
 		return v
 	}
 	_, lookErr := exec.LookPath("kubectl")
-	values := shellValues(h.Kubeconfig(), os.Getenv("KUBECTL_BIN"), crank, lookErr == nil)
+	values := shellValues(kubeconfig, os.Getenv("KUBECTL_BIN"), crank, lookErr == nil)
 	maps.Copy(values, map[string]any{
 		"XR":             "XWidget " + platform.Name(xr),
 		"Claim":          "WidgetClaim " + platform.Name(claim),
@@ -306,7 +303,7 @@ func printTryThis(h *harness.Harness, objs []*unstructured.Unstructured, took ti
 		"XRSecret":       str(xr, "status", "connectionSecretName"),
 		"ClaimNamespace": claim.GetNamespace(),
 		"ClaimSecret":    str(claim, "spec", "writeConnectionSecretToRef", "name"),
-		"URL":            h.WidgetAPI().URL,
+		"URL":            apiURL,
 		"Token":          demoToken,
 		"Widget":         str(xr, "status", "externalName"),
 		"Size":           str(xr, "spec", "size"),
@@ -330,30 +327,34 @@ func shellValues(kubeconfig, kubectl, crank string, kubectlInPath bool) map[stri
 	}
 }
 
-// A metricsEndpoint is a loopback address forwarded to a pod's metrics port.
+// A metricsEndpoint is a pod's metrics address.
 type metricsEndpoint struct {
 	Addr  string // host:port
 	Pod   string // what serves it
 	Match string // a grep -E pattern for its own metrics
 }
 
-// forwardMetrics forwards a loopback port to the metrics port (8080) of
-// each provider pod and of the function, as kubectl port-forward would in a
-// cluster: the local control plane has no kubelet to do it
-// (docs/troubleshooting.md#look-inside-logs-and-metrics).
-func forwardMetrics(p *platform.Platform) ([]metricsEndpoint, error) {
-	const port = 8080
-	out := make([]metricsEndpoint, 0, len(p.Provider.Pods())+1)
-	for _, pod := range p.Provider.Pods() {
-		addr, err := pod.Forward(port)
-		if err != nil {
-			return nil, errors.Wrapf(err, "cannot forward to the metrics of pod %s", pod.Name())
+// metricsEndpoints are the metrics ports (8080) of the provider's and the
+// function's pods, at their addresses on the node's bridge, which this
+// machine reaches (kubectl port-forward works too).
+func metricsEndpoints(ctx context.Context, kc client.Client) ([]metricsEndpoint, error) {
+	const port = "8080"
+	pods := &corev1.PodList{}
+	if err := kc.List(ctx, pods, client.InNamespace(cluster.CrossplaneNamespace)); err != nil {
+		return nil, errors.Wrap(err, "cannot list Crossplane's pods")
+	}
+	var out []metricsEndpoint
+	for _, p := range pods.Items {
+		if p.Status.PodIP == "" || p.DeletionTimestamp != nil {
+			continue
 		}
-		out = append(out, metricsEndpoint{Addr: addr, Pod: "provider-widget pod " + pod.Name(), Match: "^(widget_|crossplane_managed_resource_)"})
+		addr := net.JoinHostPort(p.Status.PodIP, port)
+		switch {
+		case strings.HasPrefix(p.Name, platform.ProviderName+"-"):
+			out = append(out, metricsEndpoint{Addr: addr, Pod: "provider-widget pod " + p.Name, Match: "^(widget_|crossplane_managed_resource_)"})
+		case strings.HasPrefix(p.Name, platform.FunctionName+"-"):
+			out = append(out, metricsEndpoint{Addr: addr, Pod: "function-widget pod " + p.Name, Match: "^function_widget_"})
+		}
 	}
-	addr, err := p.Function.Forward(port)
-	if err != nil {
-		return nil, errors.Wrap(err, "cannot forward to the function's metrics")
-	}
-	return append(out, metricsEndpoint{Addr: addr, Pod: "function-widget", Match: "^function_widget_"}), nil
+	return out, nil
 }
