@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -212,8 +213,25 @@ func (e *Env) ConversionWebhook() WebhookServer {
 	return WebhookServer{Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir}
 }
 
-// StopAPIServer stops kube-apiserver (gracefully), leaving etcd running.
-func (e *Env) StopAPIServer() error { return e.env.ControlPlane.APIServer.Stop() }
+// StopAPIServer stops kube-apiserver, leaving etcd running: SIGTERM, and
+// SIGKILL if it is still draining (its clients' watches) after the stop
+// timeout of 5s. It returns once the port refuses connections.
+func (e *Env) StopAPIServer() error {
+	err := e.env.ControlPlane.APIServer.Stop()
+	if err != nil && !strings.Contains(err.Error(), "timeout waiting for process") {
+		return err
+	}
+	addr := e.env.ControlPlane.APIServer.ListenAddr
+	hostPort := net.JoinHostPort(addr.Address, addr.Port)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		c, derr := net.DialTimeout("tcp", hostPort, time.Second)
+		if derr != nil {
+			return nil
+		}
+		_ = c.Close()
+	}
+	return fmt.Errorf("kube-apiserver still accepts connections on %s 10s after it was killed", hostPort)
+}
 
 // StartAPIServer starts kube-apiserver again, on the same address and,
 // with Options.CertDir, with the same certificates and signing keys, and
