@@ -264,30 +264,38 @@ type LeakScan struct {
 // another group, and are skipped. It returns an error when it cannot read a
 // log or list a type, with the leaks it found anyway.
 func (h *Harness) FindLeaks(ctx context.Context, s *LeakScanner) (LeakScan, error) {
+	return ScanForLeaks(ctx, h.cfg, []string{filepath.Join(h.dir, "logs")}, s)
+}
+
+// ScanForLeaks is FindLeaks for any cluster (cfg, an admin's) and any log
+// directories: every file under each of logDirs, and every object but
+// Secrets.
+func ScanForLeaks(ctx context.Context, admin *rest.Config, logDirs []string, s *LeakScanner) (LeakScan, error) {
 	var r LeakScan
 	var errs []error
-	logs := filepath.Join(h.dir, "logs")
-	werr := filepath.WalkDir(logs, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			errs = append(errs, errors.Wrapf(err, "cannot read log %s", p))
+	for _, logs := range logDirs {
+		werr := filepath.WalkDir(logs, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				errs = append(errs, errors.Wrapf(err, "cannot read log %s", p))
+				return nil
+			}
+			rel, _ := filepath.Rel(logs, p)
+			r.Logs++
+			r.Leaks = append(r.Leaks, s.Text("log "+filepath.Join(filepath.Base(logs), rel), b)...)
 			return nil
+		})
+		if werr != nil {
+			errs = append(errs, errors.Wrapf(werr, "cannot read logs under %s", logs))
 		}
-		rel, _ := filepath.Rel(logs, p)
-		r.Logs++
-		r.Leaks = append(r.Leaks, s.Text("log "+rel, b)...)
-		return nil
-	})
-	if werr != nil {
-		errs = append(errs, errors.Wrap(werr, "cannot read logs"))
 	}
 
 	// Listing every type lists deprecated ones too; their warnings say
 	// nothing about leaks.
-	cfg := rest.CopyConfig(h.cfg)
+	cfg := rest.CopyConfig(admin)
 	cfg.WarningHandler = rest.NoWarnings{}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {

@@ -65,6 +65,14 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if env.c != nil && setupErr == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		if err := checkSecrets(ctx); err != nil {
+			fmt.Println(err)
+			code = 1
+		}
+		cancel()
+	}
 	for i := len(teardown) - 1; i >= 0; i-- {
 		teardown[i]()
 	}

@@ -341,6 +341,10 @@ func (n *Node) IP() string { return n.nodeIP }
 // puts the pods' cgroups.
 func (n *Node) CgroupRoot() string { return n.cgroupRoot }
 
+// KubeletRootDir is kubelet's root directory: the pods' volumes are under
+// pods/<uid>/volumes.
+func (n *Node) KubeletRootDir() string { return filepath.Join(n.opts.Dir, "kubelet", "root") }
+
 // KubeletLog is kubelet's log file.
 func (n *Node) KubeletLog() string { return filepath.Join(n.opts.Dir, "logs", "kubelet.log") }
 
