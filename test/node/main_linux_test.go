@@ -50,10 +50,11 @@ const (
 // The suite's cluster, with the platform installed: set up by the first
 // test that needs it, torn down after the last.
 var (
-	setupOnce sync.Once
-	setupErr  error
-	teardown  []func()
-	env       struct {
+	suitePassed bool
+	setupOnce   sync.Once
+	setupErr    error
+	teardown    []func()
+	env         struct {
 		c       *cluster.Cluster
 		api     *widgetapi.Client
 		apiURL  string
@@ -73,6 +74,7 @@ func TestMain(m *testing.M) {
 		}
 		cancel()
 	}
+	suitePassed = code == 0
 	for i := len(teardown) - 1; i >= 0; i-- {
 		teardown[i]()
 	}
@@ -119,12 +121,19 @@ func setup(tools cluster.Tools) error {
 	}
 	env.c = c
 	teardown = append(teardown, func() {
-		if err := c.Stop(); err != nil {
+		err := c.Stop()
+		if err != nil {
 			fmt.Printf("cannot stop the cluster: %v\n", err)
 		}
-		if left := c.Leftovers(); len(left) > 0 {
+		left := c.Leftovers()
+		if len(left) > 0 {
 			fmt.Printf("the cluster left behind:\n%s\n", strings.Join(left, "\n"))
 		}
+		if err == nil && len(left) == 0 && suitePassed {
+			_ = os.RemoveAll(dir)
+			return
+		}
+		fmt.Printf("the suite's directory %s is kept\n", dir)
 	})
 	if _, err := c.InstallCrossplane(ctx, cluster.Crossplane{Bin: crossplane, Version: "v2.4.2", Args: platform.CoreArgs()}); err != nil {
 		return err

@@ -66,9 +66,9 @@ func TestRollingUpdate(t *testing.T) {
 		if d.Generation == gen {
 			return fmt.Errorf("the Deployment's generation is still %d", gen)
 		}
-		for _, p := range providerPodNames(t, kc) {
-			if before[p] {
-				return fmt.Errorf("old pod %s is still there", p)
+		for _, p := range providerPods(t, kc) {
+			if before[p.Name] {
+				return fmt.Errorf("old pod %s is still there", p.Name)
 			}
 		}
 		if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas != *d.Spec.Replicas || d.Status.AvailableReplicas != *d.Spec.Replicas {
@@ -77,6 +77,12 @@ func TestRollingUpdate(t *testing.T) {
 		return nil
 	})
 	t.Logf("MEASURED the rolling update replaced both provider pods %s after the DeploymentRuntimeConfig changed", time.Since(started).Round(100*time.Millisecond))
+	wait.For(t, time.Minute, "a pod of the new template to hold the lease", func() error {
+		if h := podOf(leaseHolder(t.Context(), kc)); h == "" || before[h] {
+			return fmt.Errorf("held by %q", h)
+		}
+		return nil
+	})
 	waitReady(t, kc, 3*time.Minute, xrs...)
 	checkOneWidgetEach(t, ns, xrs)
 	handovers, worst := leases()
