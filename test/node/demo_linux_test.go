@@ -20,8 +20,9 @@ import (
 // the files in name order, and this one's comes first): it waits for the
 // example XWidget and WidgetClaim to be Ready, runs the `kubectl get pods
 // -A -o wide` the demo suggests (core, the RBAC manager, CoreDNS, the
-// provider and the function Running on the node), then presses Ctrl-C and
-// checks everything is torn down.
+// provider and the function Running on the node) and a `kubectl logs`
+// (kube-apiserver reaching kubelet), then presses Ctrl-C and checks
+// everything is torn down.
 func TestDemo(t *testing.T) {
 	cluster.Require(t)
 	if env.c != nil {
@@ -109,6 +110,14 @@ func TestDemo(t *testing.T) {
 		if !found {
 			t.Errorf("no pod %s* Running on widget-node", want)
 		}
+	}
+
+	// kube-apiserver reaches kubelet for logs, as docs/troubleshooting.md
+	// tells the reader to use them.
+	logs := exec.CommandContext(ctx, kubectl, "logs", "-n", "kube-system", "deploy/coredns", "--tail=3")
+	logs.Env = get.Env
+	if out, err := logs.CombinedOutput(); err != nil {
+		t.Errorf("kubectl logs -n kube-system deploy/coredns: %v\n%s", err, out)
 	}
 
 	if err := demo.Process.Signal(syscall.SIGINT); err != nil {

@@ -223,6 +223,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		PodCIDR:             o.PodCIDR,
 		BridgeCreated:       true,
 		ClusterDNS:          c.dnsIP,
+		ClientCAFile:        c.path("apiserver", "ca.crt"),
 		PlainHTTPRegistries: []string{c.Registry.Host},
 		Images:              []string{pause},
 		Lock:                c.lock,

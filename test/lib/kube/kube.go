@@ -72,9 +72,12 @@ type Options struct {
 	// Address, when set, is where kube-apiserver listens and what it
 	// advertises as the endpoint of the `kubernetes` Service: an address
 	// that pods reach, such as a node's. Its serving certificate, made
-	// here under CertDir (required), covers Address, loopback and the
-	// names and ClusterIP in-cluster clients use (the first address of
-	// ServiceCIDR, required).
+	// here under CertDir (required) by a CA of its own (CertDir/ca.crt),
+	// covers Address, loopback and the names and ClusterIP in-cluster
+	// clients use (the first address of ServiceCIDR, required). It
+	// reaches kubelets (logs, exec, port-forward) with a client
+	// certificate of that CA in system:masters: kubelets trust
+	// CertDir/ca.crt for clients.
 	Address string
 	// Pods prepares kube-apiserver for pods that a real kubelet runs: the
 	// ServiceAccount admission plugin (envtest turns it off), and kubelets

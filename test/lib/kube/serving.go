@@ -47,7 +47,14 @@ func serveAt(s *envtest.APIServer, o Options) error {
 	if err != nil {
 		return err
 	}
-	caPEM, crtPEM, keyPEM, err := servingCert(addr, svc)
+	caPEM, caKey, crtPEM, keyPEM, err := servingCert(addr, svc)
+	if err != nil {
+		return err
+	}
+	// kube-apiserver's client certificate for kubelets (logs, exec,
+	// port-forward): in system:masters, so kubelets' authorization
+	// webhook allows it. Kubelets trust CertDir/ca.crt for clients.
+	kcPEM, kcKeyPEM, err := clientCert(caPEM, caKey, "kube-apiserver-kubelet-client", "system:masters")
 	if err != nil {
 		return err
 	}
@@ -58,6 +65,9 @@ func serveAt(s *envtest.APIServer, o Options) error {
 	for name, b := range map[string][]byte{
 		"apiserver.crt": crtPEM, "apiserver.key": keyPEM,
 		"sa-signer.crt": saPEM, "sa-signer.key": saKeyPEM,
+		"ca.crt":             caPEM,
+		"kubelet-client.crt": kcPEM,
+		"kubelet-client.key": kcKeyPEM,
 	} {
 		if err := os.WriteFile(filepath.Join(o.CertDir, name), b, 0o600); err != nil {
 			return fmt.Errorf("cannot write kube-apiserver's %s: %w", name, err)
@@ -66,6 +76,8 @@ func serveAt(s *envtest.APIServer, o Options) error {
 	s.CA = caPEM
 	s.ListenAddr = envtest.ListenAddr{Address: o.Address, Port: port}
 	s.Configure().Set("advertise-address", o.Address)
+	s.Configure().Set("kubelet-client-certificate", filepath.Join(o.CertDir, "kubelet-client.crt"))
+	s.Configure().Set("kubelet-client-key", filepath.Join(o.CertDir, "kubelet-client.key"))
 	return nil
 }
 
@@ -82,23 +94,23 @@ func firstServiceIP(cidr string) (net.IP, error) {
 	return ip, nil
 }
 
-// servingCert returns a new CA and a serving certificate it signed for
-// loopback, addr, svc and inClusterNames, as PEM.
-func servingCert(addr, svc net.IP) (caPEM, crtPEM, keyPEM []byte, err error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// servingCert returns a new CA (and its key) and a serving certificate it
+// signed for loopback, addr, svc and inClusterNames, as PEM.
+func servingCert(addr, svc net.IP) (caPEM []byte, caKey *ecdsa.PrivateKey, crtPEM, keyPEM []byte, err error) {
+	caKey, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("cannot generate a CA key: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("cannot generate a CA key: %w", err)
 	}
 	ca := template("kube-apiserver CA", 1)
 	ca.IsCA, ca.BasicConstraintsValid = true, true
 	ca.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
 	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("cannot create a CA: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("cannot create a CA: %w", err)
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("cannot generate a serving key: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("cannot generate a serving key: %w", err)
 	}
 	leaf := template("kube-apiserver", 2)
 	leaf.KeyUsage = x509.KeyUsageDigitalSignature
@@ -107,13 +119,43 @@ func servingCert(addr, svc net.IP) (caPEM, crtPEM, keyPEM []byte, err error) {
 	leaf.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), addr, svc}
 	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("cannot create a serving certificate: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("cannot create a serving certificate: %w", err)
 	}
 	kb, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("cannot encode the serving key: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("cannot encode the serving key: %w", err)
 	}
-	return certPEM(caDER), certPEM(der), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), nil
+	return certPEM(caDER), caKey, certPEM(der), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), nil
+}
+
+// clientCert returns a client certificate for user cn in group org,
+// signed by the CA, and its key, as PEM.
+func clientCert(caPEM []byte, caKey *ecdsa.PrivateKey, cn, org string) (crtPEM, keyPEM []byte, err error) {
+	b, _ := pem.Decode(caPEM)
+	if b == nil {
+		return nil, nil, errors.New("the CA is not PEM")
+	}
+	ca, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot parse the CA: %w", err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot generate a client key: %w", err)
+	}
+	t := template(cn, 3)
+	t.Subject.Organization = []string{org}
+	t.KeyUsage = x509.KeyUsageDigitalSignature
+	t.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	der, err := x509.CreateCertificate(rand.Reader, t, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot create a client certificate: %w", err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot encode the client key: %w", err)
+	}
+	return certPEM(der), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), nil
 }
 
 // selfSigned returns a new self-signed certificate and its key as PEM.

@@ -75,7 +75,7 @@ func TestCNIConfig(t *testing.T) {
 }
 
 func TestKubeletConfig(t *testing.T) {
-	b, err := kubeletConfig(kubeletPaths{Root: "/n/k/root", PodLogs: "/n/k/pods", VolumePlugins: "/n/k/vp"}, "unix:///n/c.sock", "/widget-node-1", "10.213.0.1", "10.214.0.10", 10250, 10248)
+	b, err := kubeletConfig(kubeletPaths{Root: "/n/k/root", PodLogs: "/n/k/pods", VolumePlugins: "/n/k/vp"}, "unix:///n/c.sock", "/widget-node-1", "10.213.0.1", "10.214.0.10", "/n/ca.crt", 10250, 10248)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +95,11 @@ func TestKubeletConfig(t *testing.T) {
 		"readOnlyPort":             float64(0),
 		"clusterDNS":               []any{"10.214.0.10"},
 		"clusterDomain":            "cluster.local",
+		"authentication": map[string]any{
+			"anonymous": map[string]any{"enabled": false},
+			"webhook":   map[string]any{"enabled": true},
+			"x509":      map[string]any{"clientCAFile": "/n/ca.crt"},
+		},
 	}
 	for k, v := range want {
 		if diff := cmp.Diff(v, got[k]); diff != "" {

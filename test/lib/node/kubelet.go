@@ -18,7 +18,16 @@ type kubeletPaths struct {
 // kubeletConfig renders a KubeletConfiguration (JSON, which kubelet reads
 // as YAML) for this machine kind: cgroup v1 with the cgroupfs driver,
 // swap allowed, the pods' cgroups under a cgroup root of the node's own.
-func kubeletConfig(p kubeletPaths, runtimeEndpoint, cgroupRoot, address, clusterDNS string, port, healthzPort int) ([]byte, error) {
+func kubeletConfig(p kubeletPaths, runtimeEndpoint, cgroupRoot, address, clusterDNS, clientCAFile string, port, healthzPort int) ([]byte, error) {
+	// kube-apiserver authenticates with a client certificate (logs,
+	// exec, port-forward), everyone else with a token it reviews.
+	authn := map[string]any{
+		"anonymous": map[string]any{"enabled": false},
+		"webhook":   map[string]any{"enabled": true},
+	}
+	if clientCAFile != "" {
+		authn["x509"] = map[string]any{"clientCAFile": clientCAFile}
+	}
 	c := map[string]any{
 		"apiVersion": "kubelet.config.k8s.io/v1beta1",
 		"kind":       "KubeletConfiguration",
@@ -38,11 +47,8 @@ func kubeletConfig(p kubeletPaths, runtimeEndpoint, cgroupRoot, address, cluster
 		"readOnlyPort":       0,
 		"healthzBindAddress": "127.0.0.1",
 		"healthzPort":        healthzPort,
-		"authentication": map[string]any{
-			"anonymous": map[string]any{"enabled": false},
-			"webhook":   map[string]any{"enabled": true},
-		},
-		"authorization": map[string]any{"mode": "Webhook"},
+		"authentication":     authn,
+		"authorization":      map[string]any{"mode": "Webhook"},
 		// The machine is shared and its disk may be fuller than a node's
 		// default eviction thresholds allow: evict only when nearly out.
 		"evictionHard": map[string]string{

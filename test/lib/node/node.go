@@ -92,6 +92,9 @@ type Options struct {
 	// ClusterDNS, when set, is the cluster DNS Service's address that
 	// kubelet gives pods (domain cluster.local).
 	ClusterDNS string
+	// ClientCAFile, when set, is the CA kubelet trusts for client
+	// certificates: kube-apiserver's for logs, exec and port-forward.
+	ClientCAFile string
 	// PlainHTTPRegistries are registries (host:port) containerd pulls
 	// from over plain HTTP, with the credentials of the pods' pull
 	// Secrets.
@@ -303,7 +306,7 @@ func (n *Node) start(ctx context.Context, cidr, nodeAddr string) error {
 		PodLogs:       filepath.Join(kdir, "pods"),
 		VolumePlugins: filepath.Join(kdir, "volume-plugins"),
 	}
-	kc, err := kubeletConfig(paths, "unix://"+n.containerdSock, n.cgroupRoot, n.nodeIP, o.ClusterDNS, port, hport)
+	kc, err := kubeletConfig(paths, "unix://"+n.containerdSock, n.cgroupRoot, n.nodeIP, o.ClusterDNS, o.ClientCAFile, port, hport)
 	if err != nil {
 		return err
 	}
