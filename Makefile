@@ -92,8 +92,13 @@ publish: publish-registry xpkg ## Push the provider and function as multi-arch i
 
 ##@ Test
 
+# Before anything is built or started: can this machine run the real node?
+.PHONY: node-preflight
+node-preflight:
+	@E2E_NODE=$(E2E_NODE) bash hack/node-preflight.sh "make $(or $(MAKECMDGOALS),test)"
+
 .PHONY: test
-test: tools check-diff ## Everything CI runs: tools, the generated-file check, then vet/gofmt, lint and all tests beside the end-to-end suite.
+test: node-preflight tools check-diff ## Everything CI runs: tools, the generated-file check, then vet/gofmt, lint and all tests beside the end-to-end suite.
 	@# The end-to-end suite mostly waits on its control plane (240 s of CPU
 	@# over a 5-minute run), so it runs beside the other tests rather than
 	@# after them. Their lines interleave; each package's result and each
@@ -132,7 +137,7 @@ e2e: tools ## End-to-end suite on a local Crossplane: packages installed and run
 	eval "$$($(TOOLS) env)" && E2E_NODE=$(E2E_NODE) $(GO) test $(GO_TEST_FLAGS) -p 1 -v -timeout 30m ./test/e2e ./test/node
 
 .PHONY: e2e-node
-e2e-node: tools ## The platform on a real one-node cluster only (kubelet, containerd, Crossplane's Helm chart; needs root; part of make test).
+e2e-node: node-preflight tools ## The platform on a real one-node cluster only (kubelet, containerd, Crossplane's Helm chart; needs root; part of make test).
 	$(MAKE) xpkg XPKG_ARCHS=$$($(GO) env GOARCH) VERSION=$(VERSION)
 	eval "$$($(TOOLS) env)" && E2E_NODE=1 $(GO) test $(GO_TEST_FLAGS) -p 1 -v -timeout 30m ./test/node ./test/lib/cluster ./test/lib/node
 
@@ -160,7 +165,9 @@ bench: build ## Run the benchmarks and write _output/bench/benchmarks.md (not pa
 ##@ Run
 
 .PHONY: demo
-demo: tools ## Local Crossplane with both packages, an example XWidget and a claim going Ready; stays up until Ctrl-C (DEMO_FLAGS=--debug).
+demo: ## A one-node Kubernetes cluster on this machine (as root) with Crossplane from its Helm chart and both packages, an example XWidget and a claim going Ready; stays up until Ctrl-C (DEMO_FLAGS=--debug).
+	@E2E_NODE=1 bash hack/node-preflight.sh "make demo"
+	$(TOOLS)
 	$(MAKE) xpkg XPKG_ARCHS=$$($(GO) env GOARCH) VERSION=$(VERSION)
 	$(GO) build -o $(BIN_DIR)/demo ./test/demo
 	eval "$$($(TOOLS) env)" && exec $(BIN_DIR)/demo $(DEMO_FLAGS)
