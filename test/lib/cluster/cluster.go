@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -354,8 +355,8 @@ func (c *Cluster) waitNodeReady(ctx context.Context) error {
 	}
 }
 
-// CreatePullSecret creates the Secret name in namespace, of type
-// kubernetes.io/dockerconfigjson, holding the registry's credentials.
+// CreatePullSecret creates (or updates) the Secret name in namespace, of
+// type kubernetes.io/dockerconfigjson, holding the registry's credentials.
 func (c *Cluster) CreatePullSecret(ctx context.Context, namespace, name string) error {
 	cfg, err := c.Registry.DockerConfigJSON()
 	if err != nil {
@@ -366,7 +367,11 @@ func (c *Cluster) CreatePullSecret(ctx context.Context, namespace, name string) 
 		Type:       corev1.SecretTypeDockerConfigJson,
 		Data:       map[string][]byte{corev1.DockerConfigJsonKey: cfg},
 	}
-	return errors.Wrapf(c.Kube.Client.Create(ctx, s), "cannot create pull Secret %s/%s", namespace, name)
+	err = c.Kube.Client.Create(ctx, s)
+	if kerrors.IsAlreadyExists(err) {
+		err = c.Kube.Client.Update(ctx, s)
+	}
+	return errors.Wrapf(err, "cannot write pull Secret %s/%s", namespace, name)
 }
 
 // run runs a command, returning its output in the error.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	corev1 "k8s.io/api/core/v1"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,20 +45,7 @@ func (c *Cluster) PushPackage(ctx context.Context, xpkgPath, ref string) (string
 // CreateRegistryPullSecret creates (or updates) the pull Secret name for
 // the registry in Crossplane's namespace.
 func (c *Cluster) CreateRegistryPullSecret(ctx context.Context, name string) error {
-	err := c.CreatePullSecret(ctx, CrossplaneNamespace, name)
-	if kerrors.IsAlreadyExists(errors.Cause(err)) {
-		cfg, cerr := c.Registry.DockerConfigJSON()
-		if cerr != nil {
-			return cerr
-		}
-		s := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: CrossplaneNamespace, Name: name},
-			Type:       corev1.SecretTypeDockerConfigJson,
-			Data:       map[string][]byte{corev1.DockerConfigJsonKey: cfg},
-		}
-		err = errors.Wrapf(c.Kube.Client.Update(ctx, s), "cannot update pull Secret %s", name)
-	}
-	return err
+	return c.CreatePullSecret(ctx, CrossplaneNamespace, name)
 }
 
 // InstallConfiguration creates the Configuration name for ref and waits

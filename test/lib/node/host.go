@@ -353,15 +353,25 @@ func linkExists(name string) bool {
 // caller that serves on the node's address before the node starts
 // (Options.BridgeCreated). DeleteBridge removes it.
 func CreateBridge(name, podCIDR string) (string, error) {
+	cidr, gw, err := gateway(podCIDR)
+	if err != nil {
+		return "", err
+	}
+	ones, _ := cidr.Mask.Size()
+	return gw.String(), createBridge(name, fmt.Sprintf("%s/%d", gw, ones))
+}
+
+// gateway parses the pod range and returns it and its first address, the
+// node's.
+func gateway(podCIDR string) (*net.IPNet, net.IP, error) {
 	_, cidr, err := net.ParseCIDR(podCIDR)
 	if err != nil || cidr.IP.To4() == nil {
-		return "", errors.Errorf("pod CIDR %q is not an IPv4 range", podCIDR)
+		return nil, nil, errors.Errorf("pod CIDR %q is not an IPv4 range", podCIDR)
 	}
 	gw := make(net.IP, 4)
 	copy(gw, cidr.IP.To4())
 	gw[3]++
-	ones, _ := cidr.Mask.Size()
-	return gw.String(), createBridge(name, fmt.Sprintf("%s/%d", gw, ones))
+	return cidr, gw, nil
 }
 
 // DeleteBridge deletes the bridge CreateBridge created, if it exists.

@@ -180,13 +180,10 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	if o.Tools.Ctr == "" {
 		o.Tools.Ctr = filepath.Join(filepath.Dir(o.Tools.Containerd), "ctr")
 	}
-	_, cidr, err := net.ParseCIDR(o.PodCIDR)
-	if err != nil || cidr.IP.To4() == nil {
-		return nil, errors.Errorf("pod CIDR %q is not an IPv4 range", o.PodCIDR)
+	cidr, gw, err := gateway(o.PodCIDR)
+	if err != nil {
+		return nil, err
 	}
-	gw := make(net.IP, 4)
-	copy(gw, cidr.IP.To4())
-	gw[3]++
 	ones, _ := cidr.Mask.Size()
 	var own *MachineLock
 	if o.Lock == nil {
