@@ -20,9 +20,9 @@ BIN_DIR    := $(OUTPUT_DIR)/bin
 GO         ?= go
 TOOLS      := bash hack/tools.sh
 GO_TEST_FLAGS ?= -race -count=1
-# The real-node tests (test/node, test/lib/cluster, test/lib/node) run
-# unless E2E_NODE=0; they need root, cgroup v1 and overlayfs, and fail
-# naming what is missing rather than skip.
+# The real-node tests (test/e2e, test/demo, test/lib/cluster,
+# test/lib/node) run unless E2E_NODE=0; they need root, cgroup v1 and
+# overlayfs, and fail naming what is missing rather than skip.
 E2E_NODE ?= 1
 
 ##@ General
@@ -127,19 +127,15 @@ checks-and-unit:
 # 10: on a fresh machine TestPackages cross-compiles every dependency for
 # arm64 first.
 .PHONY: unit
-unit: ## Run go test ./... except the e2e suites (with -race); the integration tiers find binaries via hack/tools.sh env.
-	eval "$$($(TOOLS) env)" && E2E_NODE=$(E2E_NODE) $(GO) test $(GO_TEST_FLAGS) -p 4 -timeout 30m $$($(GO) list ./... | grep -v -e '/test/e2e$$' -e '/test/node$$')
+unit: ## Run go test ./... except the e2e suite and the demo's test (with -race); the integration tiers find binaries via hack/tools.sh env.
+	eval "$$($(TOOLS) env)" && E2E_NODE=$(E2E_NODE) $(GO) test $(GO_TEST_FLAGS) -p 4 -timeout 30m $$($(GO) list ./... | grep -v -e '/test/e2e$$' -e '/test/demo$$')
 
 .PHONY: e2e
-e2e: tools ## End-to-end suite on a local Crossplane: packages installed and run as Crossplane runs them, claims and XWidgets Ready, drift, crashes, failover, API server restart, deletion (about 7 min beside the other tests in a clean-clone make test); then the platform on a real node (test/node).
+e2e: node-preflight tools ## End-to-end suite on a real one-node cluster (kubelet, containerd, Crossplane from its Helm chart; as root): make demo's program, then packages installed by Crossplane's package manager, claims and XWidgets Ready, drift, crashes, failover, OOM kill, rolling update, API server restart, identity, deletion.
 	@# Only this machine's architecture: the suite runs these packages' images.
 	$(MAKE) xpkg XPKG_ARCHS=$$($(GO) env GOARCH) VERSION=$(VERSION)
-	eval "$$($(TOOLS) env)" && E2E_NODE=$(E2E_NODE) $(GO) test $(GO_TEST_FLAGS) -p 1 -v -timeout 30m ./test/e2e ./test/node
-
-.PHONY: e2e-node
-e2e-node: node-preflight tools ## The platform on a real one-node cluster only (kubelet, containerd, Crossplane's Helm chart; needs root; part of make test).
-	$(MAKE) xpkg XPKG_ARCHS=$$($(GO) env GOARCH) VERSION=$(VERSION)
-	eval "$$($(TOOLS) env)" && E2E_NODE=1 $(GO) test $(GO_TEST_FLAGS) -p 1 -v -timeout 30m ./test/node ./test/lib/cluster ./test/lib/node
+	@# One node at a time on a machine: the demo's test, then the suite.
+	eval "$$($(TOOLS) env)" && E2E_NODE=$(E2E_NODE) $(GO) test $(GO_TEST_FLAGS) -p 1 -v -timeout 30m ./test/demo ./test/e2e
 
 .PHONY: e2e-upgrade
 e2e-upgrade: tools ## Upgrade a control plane from the v1alpha1-only packages (built from git) to this tree's: nothing lost or re-created, both API versions readable, storage migrated, webhook outage (~5 min; not part of make test).

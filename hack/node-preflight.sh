@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hack/node-preflight.sh - what `make test`, `make e2e-node` and `make demo`
+# hack/node-preflight.sh - what `make test`, `make e2e` and `make demo`
 # check before they build or start anything: the machine can run the real
 # one-node cluster (test/lib/cluster) - root, the cgroup v1 memory
 # controller, overlayfs and the ip command, as test/lib/node's Check

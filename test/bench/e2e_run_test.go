@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/widgetco/crossplane-widget/test/harness"
+	"github.com/widgetco/crossplane-widget/test/lib/audit"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 )
 
@@ -42,7 +42,7 @@ type e2eRun struct {
 	widgetAPISty           float64
 	// writes are what every write to a managed resource, XR or claim did,
 	// from kube-apiserver's audit log (WIDGET_AUDIT_BODIES=1 only).
-	writes []harness.Writes
+	writes []audit.Writes
 }
 
 // kindRun is how the objects of one kind fared in a run.

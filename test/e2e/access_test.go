@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e_test
 
 import (
@@ -35,18 +37,18 @@ const (
 // touch ProviderConfigs.
 func TestAppTeamAccess(t *testing.T) {
 	s := newScenario(t, true)
-	if err := platform.EnsureNamespace(s.ctx, suite.h.Client(), teamNamespace); err != nil {
+	if err := platform.EnsureNamespace(s.ctx, suite.c.Client(), teamNamespace); err != nil {
 		t.Fatal(err)
 	}
 	objs, err := platform.ReadObjects(filepath.Join(suite.root, "examples", "rbac", "team-a.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := platform.Create(s.ctx, suite.h.Client(), objs...); err != nil {
+	if err := platform.Create(s.ctx, suite.c.Client(), objs...); err != nil {
 		t.Fatal(err)
 	}
 
-	cfg := suite.h.RESTConfig()
+	cfg := suite.c.RESTConfig()
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "alice", Groups: []string{teamGroup}}
 	alice, err := client.New(cfg, client.Options{Scheme: suite.kube.Scheme()})
 	if err != nil {

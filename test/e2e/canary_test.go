@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e_test
 
 import (
@@ -162,10 +164,10 @@ func checkSecrets(ctx context.Context, l *secretLedger) error {
 	if err != nil {
 		return err
 	}
-	leaks := misplacedSecrets(keys, l.tokens, at, credentials, suite.h.Namespace())
+	leaks := misplacedSecrets(keys, l.tokens, at, credentials, suite.c.Namespace())
 	// A projected token belongs in its pod's volume, in no Secret.
 	projected, tokenCanaries := projectedTokenCanaries()
-	leaks = append(leaks, misplacedSecrets(nil, projected, at, nil, suite.h.Namespace())...)
+	leaks = append(leaks, misplacedSecrets(nil, projected, at, nil, suite.c.Namespace())...)
 
 	canaries := []harness.Canary{{Kind: "key-shaped string", Pattern: keySecretShape}}
 	canaries = append(canaries, tokenCanaries...)
@@ -176,8 +178,8 @@ func checkSecrets(ctx context.Context, l *secretLedger) error {
 		canaries = append(canaries, harness.Canary{Kind: "access key secret", Value: k})
 	}
 	// The loopback registry's password: only in its pull Secrets.
-	canaries = append(canaries, suite.h.RegistryCanary())
-	scan, err := suite.h.FindLeaks(ctx, harness.NewLeakScanner(canaries...))
+	canaries = append(canaries, harness.Canary{Kind: "registry password", Value: suite.c.Registry.Auth.Password})
+	scan, err := harness.ScanForLeaks(ctx, suite.c.Kube.Config, suite.c.LogDirs(), harness.NewLeakScanner(canaries...))
 	leaks = append(leaks, scan.Leaks...)
 	fmt.Printf("E2E SECRETS: looked for %d access key secrets, %d Widget API token(s), %d ServiceAccount tokens (%d projected), the registry password and key-shaped strings in %d logs and %d objects (every type but Secrets), and checked the Secrets holding them: %d leaks\n",
 		len(keys), len(l.tokens), len(tokenCanaries), len(projected), scan.Logs, scan.Objects, len(leaks))

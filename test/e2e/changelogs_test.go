@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e_test
 
 import (
@@ -7,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -26,7 +27,7 @@ import (
 
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	namespacedv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
-	"github.com/widgetco/crossplane-widget/test/harness"
+	"github.com/widgetco/crossplane-widget/test/lib/cluster"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 	"github.com/widgetco/crossplane-widget/test/lib/prom"
 	"github.com/widgetco/crossplane-widget/widgetapi"
@@ -207,7 +208,7 @@ func checkChangeLog(entries []changeLogEntry, widget string) error {
 // changeLog returns the entries about the scenario's namespace in every
 // change logs sidecar's log, oldest first.
 func (s *scenario) changeLog() ([]changeLogEntry, error) {
-	files, err := suite.h.ContainerLogs(platform.ChangeLogsSidecar)
+	files, err := suite.c.ContainerLogs(platform.ChangeLogsSidecar)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +217,7 @@ func (s *scenario) changeLog() ([]changeLogEntry, error) {
 	}
 	var out []changeLogEntry
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := cluster.ReadContainerLog(f)
 		if err != nil {
 			return nil, errors.Wrapf(err, "cannot read %s", f)
 		}
@@ -225,7 +226,7 @@ func (s *scenario) changeLog() ([]changeLogEntry, error) {
 		for sc.Scan() {
 			line := sc.Bytes()
 			if !bytes.HasPrefix(line, []byte("{")) {
-				// The harness's and the sidecar's own lines.
+				// The sidecar's own lines.
 				continue
 			}
 			var e changeLogEntry
@@ -251,14 +252,14 @@ func (s *scenario) logChangeLogMetrics() {
 
 // changeLogCounters returns a provider pod's counts of change log entries
 // sent and dropped (by reason), from its metrics at addr (see metricsAddr).
-func (s *scenario) changeLogCounters(p *harness.Pod, addr string) (sent float64, dropped map[string]float64) {
+func (s *scenario) changeLogCounters(p *cluster.Pod, addr string) (sent float64, dropped map[string]float64) {
 	ss := s.scrape(p, addr)
 	return ss.Sum("widget_changelog_entries_sent_total", nil), ss.Of("widget_changelog_entries_dropped_total").By("reason")
 }
 
 // scrape returns a provider pod's metrics, served at addr (see
 // metricsAddr).
-func (s *scenario) scrape(p *harness.Pod, addr string) prom.Samples {
+func (s *scenario) scrape(p *cluster.Pod, addr string) prom.Samples {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
 	defer cancel()
@@ -270,7 +271,7 @@ func (s *scenario) scrape(p *harness.Pod, addr string) prom.Samples {
 }
 
 // metricsAddr returns a loopback address forwarded to p's metrics port.
-func (s *scenario) metricsAddr(p *harness.Pod) string {
+func (s *scenario) metricsAddr(p *cluster.Pod) string {
 	s.t.Helper()
 	addr, err := p.Forward(platform.MetricsPort)
 	if err != nil {
@@ -303,7 +304,7 @@ func TestChangeLogsStuckSidecar(t *testing.T) {
 	fine := s.readyWidgets("fine", stuckWidgets)
 	e1 := expired()
 
-	pods := suite.p.Provider.Pods()
+	pods := suite.provider.Pods()
 	pids := make([]int, 0, len(pods))
 	for _, p := range pods {
 		pid := p.ContainerPID(platform.ChangeLogsSidecar)

@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e_test
 
 import (
@@ -185,9 +187,6 @@ func TestResizeClaim(t *testing.T) {
 // kube-controller-manager runs, to delete what an XR composed).
 func TestDeleteClaimAndXWidget(t *testing.T) {
 	s := newScenario(t, true)
-	if !suite.gc {
-		t.Skip("needs kube-controller-manager's garbage collector: set KUBE_CONTROLLER_MANAGER_BIN (make tools builds it)")
-	}
 	c := s.claim("doomed-claim", map[string]any{"keys": int64(1), "writeConnectionSecretToRef": map[string]any{"name": "doomed-claim"}})
 	xr := s.xwidget("doomed-xr", map[string]any{"keys": int64(1)})
 	s.create(c, xr)

@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e_test
 
 import (
@@ -19,7 +21,6 @@ import (
 	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
 	pkgv1beta1 "github.com/crossplane/crossplane/apis/v2/pkg/v1beta1"
 
-	"github.com/widgetco/crossplane-widget/test/harness"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 )
 
@@ -44,7 +45,7 @@ func controlledByKind(refs []metav1.OwnerReference, kind string) bool {
 // names the packaged Compositions call them by.
 func checkResolved(t *testing.T, s *scenario) {
 	t.Helper()
-	c := suite.h.Client()
+	c := suite.c.Client()
 	cfg := &pkgv1.Configuration{}
 	if err := c.Get(s.ctx, types.NamespacedName{Name: platform.ConfigurationName}, cfg); err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func checkResolved(t *testing.T, s *scenario) {
 		{"provider-widget", platform.ProviderName, &pkgv1.Provider{}},
 		{"function-widget", platform.FunctionName, &pkgv1.Function{}},
 	} {
-		source := platform.Registry(suite.h) + "/" + d.pkg
+		source := platform.Registry(suite.c) + "/" + d.pkg
 		found := false
 		for _, p := range lock.Packages {
 			if p.Source == source {
@@ -109,7 +110,7 @@ func checkResolved(t *testing.T, s *scenario) {
 func TestConfigurationUpgrade(t *testing.T) {
 	// Alone: the upgrade restarts the provider and the function.
 	s := newScenario(t, false)
-	c := suite.h.Client()
+	c := suite.c.Client()
 	checkResolved(t, s)
 	claim := s.claim("before", map[string]any{"keys": int64(1)})
 	xr := s.xwidget("before", map[string]any{"keys": int64(1)})
@@ -120,7 +121,7 @@ func TestConfigurationUpgrade(t *testing.T) {
 	gvrs := []schema.GroupVersionResource{claimsGVR, xwidgetsGVR}
 	recorders := make([]*platform.ReadyRecorder, 0, len(gvrs))
 	for _, gvr := range gvrs {
-		r, err := platform.RecordReady(s.ctx, suite.h.RESTConfig(), gvr, s.ns, "")
+		r, err := platform.RecordReady(s.ctx, suite.c.RESTConfig(), gvr, s.ns, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +139,7 @@ func TestConfigurationUpgrade(t *testing.T) {
 
 	// Publish: all three at the next version, as make publish does.
 	begin := time.Now()
-	nextRef, err := platform.Release(s.ctx, suite.h, suite.root, suite.crank, suite.pkgs, next)
+	nextRef, err := platform.Release(s.ctx, suite.c, suite.root, suite.crank, suite.pkgs, next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,18 +147,18 @@ func TestConfigurationUpgrade(t *testing.T) {
 	// dependency a Configuration has outgrown unless its alpha flag
 	// --enable-dependency-version-upgrades is on), then the Configuration.
 	// Each is a new package revision: new pods replace the old ones.
-	if _, err := suite.h.UpgradeProvider(s.ctx, platform.ProviderName, platform.DependencyRef(suite.h, "provider-widget", next),
-		harness.InstallOptions{RuntimeConfig: platform.ProviderRuntimeConfig}); err != nil {
+	if _, err := suite.c.UpgradeProvider(s.ctx, platform.ProviderName, platform.DependencyRef(suite.c, "provider-widget", next),
+		platform.ProviderRuntimeConfig); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := suite.h.UpgradeFunction(s.ctx, platform.FunctionName, platform.DependencyRef(suite.h, "function-widget", next),
-		harness.InstallOptions{RuntimeConfig: platform.FunctionRuntimeConfig}); err != nil {
+	if _, err := suite.c.UpgradeFunction(s.ctx, platform.FunctionName, platform.DependencyRef(suite.c, "function-widget", next),
+		platform.FunctionRuntimeConfig); err != nil {
 		t.Fatal(err)
 	}
-	if err := suite.h.ApplyConfiguration(s.ctx, platform.ConfigurationName, nextRef); err != nil {
+	if err := suite.c.ApplyConfiguration(s.ctx, platform.ConfigurationName, nextRef); err != nil {
 		t.Fatal(err)
 	}
-	if err := suite.h.WaitConfiguration(s.ctx, platform.ConfigurationName, nextRef); err != nil {
+	if err := suite.c.WaitConfiguration(s.ctx, platform.ConfigurationName, nextRef); err != nil {
 		t.Fatal(err)
 	}
 	s.eventually("Lock records the upgraded dependencies", func() error { return lockVersions(s, next) })
@@ -165,11 +166,11 @@ func TestConfigurationUpgrade(t *testing.T) {
 
 	// A release whose dependencies are not in the registry: a clear error
 	// on the Configuration, and nothing else changes.
-	badRef, err := platform.ReleaseConfiguration(s.ctx, suite.h, suite.root, suite.crank, unsatisfiable)
+	badRef, err := platform.ReleaseConfiguration(s.ctx, suite.c, suite.root, suite.crank, unsatisfiable)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := suite.h.ApplyConfiguration(s.ctx, platform.ConfigurationName, badRef); err != nil {
+	if err := suite.c.ApplyConfiguration(s.ctx, platform.ConfigurationName, badRef); err != nil {
 		t.Fatal(err)
 	}
 	var msg string
@@ -192,10 +193,10 @@ func TestConfigurationUpgrade(t *testing.T) {
 
 	// Roll back.
 	begin = time.Now()
-	if err := suite.h.ApplyConfiguration(s.ctx, platform.ConfigurationName, nextRef); err != nil {
+	if err := suite.c.ApplyConfiguration(s.ctx, platform.ConfigurationName, nextRef); err != nil {
 		t.Fatal(err)
 	}
-	if err := suite.h.WaitConfiguration(s.ctx, platform.ConfigurationName, nextRef); err != nil {
+	if err := suite.c.WaitConfiguration(s.ctx, platform.ConfigurationName, nextRef); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("MEASURE: rollback to %s took %s", next, time.Since(begin).Round(100*time.Millisecond))
@@ -249,11 +250,11 @@ func nextVersions(t *testing.T, v string) (string, string) {
 // lockVersions checks that the Lock holds both dependencies at version.
 func lockVersions(s *scenario, version string) error {
 	lock := &pkgv1beta1.Lock{}
-	if err := suite.h.Client().Get(s.ctx, types.NamespacedName{Name: "lock"}, lock); err != nil {
+	if err := suite.c.Client().Get(s.ctx, types.NamespacedName{Name: "lock"}, lock); err != nil {
 		return err
 	}
 	for _, pkg := range []string{"provider-widget", "function-widget"} {
-		source := platform.Registry(suite.h) + "/" + pkg
+		source := platform.Registry(suite.c) + "/" + pkg
 		for _, p := range lock.Packages {
 			if p.Source == source && p.Version != version {
 				return errors.Errorf("Lock: %s at %s, want %s", source, p.Version, version)

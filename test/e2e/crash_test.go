@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e_test
 
 import (
@@ -21,21 +23,17 @@ import (
 // crashXRs is how many XWidgets TestProviderCrashDuringCreates creates.
 const crashXRs = 5
 
-// TestProviderCrashDuringCreates kills provider-widget (SIGKILL) while it is
-// creating widgets - the Widget API holds the responses to its writes, so
-// some creates have happened without the provider knowing - and starts it
-// again: every XWidget goes Ready with exactly one widget and one key.
+// TestProviderCrashDuringCreates kills provider-widget (SIGKILL, both
+// replicas' containers) while it is creating widgets - the Widget API holds
+// the responses to its writes, so some creates have happened without the
+// provider knowing - and kubelet starts it again: every XWidget goes Ready
+// with exactly one widget and one key.
 func TestProviderCrashDuringCreates(t *testing.T) {
 	s := newScenario(t, false)
-	prov := suite.p.Provider
-	defer func() {
-		suite.h.WidgetAPI().Server.SetFaults(server.Faults{})
-		if !prov.Running() {
-			_ = prov.Start()
-		}
-	}()
+	prov := suite.provider
+	defer suite.widgets.Server.SetFaults(server.Faults{})
 	// Every write is committed at once but answered only after this long.
-	suite.h.WidgetAPI().Server.SetFaults(server.Faults{HoldWriteResponse: 3 * time.Second})
+	suite.widgets.Server.SetFaults(server.Faults{HoldWriteResponse: 3 * time.Second})
 
 	xrs := make([]*unstructured.Unstructured, 0, crashXRs)
 	for i := range crashXRs {
@@ -58,16 +56,13 @@ func TestProviderCrashDuringCreates(t *testing.T) {
 	}
 	ws, _ := s.scenarioWidgets()
 	t.Logf("Killed provider-widget (SIGKILL) with %d of %d widgets created and their create responses held back", len(ws), crashXRs)
-	suite.h.WidgetAPI().Server.SetFaults(server.Faults{})
-	if err := prov.Start(); err != nil {
-		t.Fatalf("cannot start the provider again: %v", err)
-	}
+	suite.widgets.Server.SetFaults(server.Faults{})
 	restarted := time.Now()
 
 	for _, xr := range xrs {
 		s.waitReady(xr)
 	}
-	t.Logf("TIMING: all %d XWidgets Ready %s after the provider restarted", crashXRs, time.Since(restarted).Round(100*time.Millisecond))
+	t.Logf("TIMING: all %d XWidgets Ready %s after the provider was killed (kubelet restarted it)", crashXRs, time.Since(restarted).Round(100*time.Millisecond))
 
 	ws, err := s.scenarioWidgets()
 	if err != nil {
@@ -92,39 +87,38 @@ func TestProviderCrashDuringCreates(t *testing.T) {
 	}
 }
 
-// TestFunctionCrash kills function-widget, changes an XWidget while it is
-// down, and starts the function again: the XWidget converges to the change.
+// TestFunctionCrash freezes function-widget (SIGSTOP: a hung process),
+// changes an XWidget while it is down - kubelet's readiness probe fails and
+// Crossplane reports the Function unhealthy - and lets it run again: the
+// XWidget converges to the change.
 func TestFunctionCrash(t *testing.T) {
 	s := newScenario(t, false)
-	fn := suite.p.Function
-	defer func() {
-		if !fn.Running() {
-			_ = fn.Start()
-		}
-	}()
+	fn := suite.function
+	defer func() { _ = fn.Thaw() }()
 	xr := s.xwidget("fn-crash", map[string]any{"size": "small", "keys": int64(1)})
 	s.create(xr)
 	s.waitReady(xr)
 	name := status(xr, "externalName")
 
-	// Stop, not Kill: the node would restart a killed container at once.
-	if err := fn.Stop(); err != nil {
-		t.Fatalf("cannot stop the function: %v", err)
+	if err := fn.Freeze(); err != nil {
+		t.Fatalf("cannot freeze the function: %v", err)
 	}
+	frozen := time.Now()
 	s.eventually("Function reported unhealthy", func() error { return functionHealthy(s, corev1.ConditionFalse) })
-	// Crossplane calls functions with gRPC's wait-for-ready: the reconcile
-	// this change triggers waits for the function (up to core's 2 minute
-	// reconcile timeout, after which the XWidget shows Synced=False with
-	// DeadlineExceeded) rather than failing at once.
+	t.Logf("TIMING: Function unhealthy %s after it hung (readiness probe every 10s, 3 failures)", time.Since(frozen).Round(100*time.Millisecond))
+	// Crossplane calls functions with gRPC's wait-for-ready and a deadline:
+	// the reconcile this change triggers waits for the function (up to
+	// core's 2 minute reconcile timeout, after which the XWidget shows
+	// Synced=False with DeadlineExceeded) rather than failing at once.
 	s.mergePatch(xr, `{"spec":{"size":"medium"}}`)
 	if err := s.widgetState(name, widgetapi.SizeSmall); err != nil {
 		t.Errorf("the widget changed while the function was down: %v", err)
 	}
-	if err := fn.Start(); err != nil {
-		t.Fatalf("cannot start the function again: %v", err)
+	if err := fn.Thaw(); err != nil {
+		t.Fatalf("cannot let the function run again: %v", err)
 	}
 	restarted := time.Now()
-	s.eventually("XWidget converged after the function restarted", func() error {
+	s.eventually("XWidget converged after the function ran again", func() error {
 		if err := s.widgetState(name, widgetapi.SizeMedium); err != nil {
 			return err
 		}
@@ -133,7 +127,7 @@ func TestFunctionCrash(t *testing.T) {
 		}
 		return isReady(xr)
 	})
-	t.Logf("TIMING: XWidget converged %s after the function restarted", time.Since(restarted).Round(100*time.Millisecond))
+	t.Logf("TIMING: XWidget converged %s after the function ran again", time.Since(restarted).Round(100*time.Millisecond))
 	s.eventually("Function reported healthy", func() error { return functionHealthy(s, corev1.ConditionTrue) })
 }
 
@@ -141,7 +135,7 @@ func TestFunctionCrash(t *testing.T) {
 // given status.
 func functionHealthy(s *scenario, want corev1.ConditionStatus) error {
 	f := &pkgv1.Function{}
-	if err := suite.h.Client().Get(s.ctx, types.NamespacedName{Name: platform.FunctionName}, f); err != nil {
+	if err := suite.c.Client().Get(s.ctx, types.NamespacedName{Name: platform.FunctionName}, f); err != nil {
 		return err
 	}
 	if c := f.GetCondition(pkgv1.TypeHealthy); c.Status != want {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e_test
 
 import (
@@ -8,12 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/widgetco/crossplane-widget/test/lib/cluster"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 )
 
 // TestDiagnostics checks what a failing scenario leaves for whoever debugs
 // it: diagnoseFailure, which every scenario runs when it fails, writes the
-// harness's diagnostics - objects, events, every process's log - names the
+// cluster's diagnostics - objects, events, pods, every process's and
+// container's log - names the
 // directory, and leaks no token or key.
 func TestDiagnostics(t *testing.T) {
 	s := newScenario(t, false)
@@ -37,8 +41,8 @@ func TestDiagnostics(t *testing.T) {
 		"resources/providers.pkg.crossplane.io.yaml",
 		"resources/functions.pkg.crossplane.io.yaml",
 		"resources/managedresourcedefinitions.apiextensions.crossplane.io.yaml",
-		"logs/crossplane.log", "logs/crossplane-rbac-manager.log",
-		"logs/widget-api.log", "logs/kube-apiserver.log", "pods.txt",
+		"logs/widget-api.log", "logs/kube-apiserver.log", "logs/kubelet.log",
+		"logs/containerd.log", "pods.txt",
 	} {
 		fi, err := os.Stat(filepath.Join(dir, f))
 		if err != nil {
@@ -62,9 +66,9 @@ func TestDiagnostics(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, "errors.txt")); err == nil {
 		t.Errorf("diagnostics reported errors:\n%s", b)
 	}
-	for _, pkg := range []string{platform.ProviderName, platform.FunctionName} {
-		if m, _ := filepath.Glob(filepath.Join(dir, "logs", "pod-"+pkg+"-*.log")); len(m) == 0 {
-			t.Errorf("diagnostics lack the logs of %s's pods (logs/pod-%s-*.log)", pkg, pkg)
+	for _, pod := range []string{"crossplane-*-crossplane", "crossplane-rbac-manager-*", platform.ProviderName + "-*-" + cluster.RuntimeContainer, platform.FunctionName + "-*-" + cluster.RuntimeContainer} {
+		if m, _ := filepath.Glob(filepath.Join(dir, "logs", "pod-"+pod+"-*.log")); len(m) == 0 {
+			t.Errorf("diagnostics lack the logs of the pods %s (logs/pod-%s-*.log)", pod, pod)
 		}
 	}
 

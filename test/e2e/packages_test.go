@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e_test
 
 import (
@@ -24,7 +26,7 @@ import (
 // the provider declares safe-start).
 func TestPackagesInstalled(t *testing.T) {
 	s := newScenario(t, true)
-	c := suite.h.Client()
+	c := suite.c.Client()
 	prov, fn := &pkgv1.Provider{}, &pkgv1.Function{}
 	for name, pkg := range map[string]interface {
 		client.Object

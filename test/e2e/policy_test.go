@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e_test
 
 import (
@@ -15,7 +17,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
-	"github.com/widgetco/crossplane-widget/test/harness"
+	"github.com/widgetco/crossplane-widget/test/lib/cluster"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
@@ -187,7 +189,7 @@ func (s *scenario) allowCoreToReadNamespaces() {
 // ServiceAccount may watch Namespaces: "allowed", or why not.
 func coreMayReadNamespaces(s *scenario) string {
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:               "system:serviceaccount:" + harness.DefaultNamespace + ":crossplane",
+		User:               "system:serviceaccount:" + cluster.CrossplaneNamespace + ":crossplane",
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "watch", Resource: "namespaces"},
 	}}
 	if err := suite.kube.Create(s.ctx, sar); err != nil {

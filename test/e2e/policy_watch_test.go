@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e_test
 
 import (

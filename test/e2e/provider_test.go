@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e_test
 
 import (
@@ -274,7 +276,7 @@ func (s *scenario) namespacedProviderConfig() {
 		case "Secret":
 			s.set(u, apiToken, "stringData", "token")
 		default:
-			s.set(u, suite.h.WidgetAPI().URL, "spec", "endpoint")
+			s.set(u, suite.widgets.URL, "spec", "endpoint")
 		}
 		s.create(u)
 	}

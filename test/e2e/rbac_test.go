@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e_test
 
 import (
@@ -6,6 +8,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/widgetco/crossplane-widget/test/lib/cluster"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 )
 
@@ -15,13 +18,20 @@ import (
 // the provider to it.
 var unusedByProvider = []string{"configmaps"}
 
+// The user names of the packages' ServiceAccounts start with these:
+// Crossplane names each after its package revision.
+const (
+	providerUser = "system:serviceaccount:" + cluster.CrossplaneNamespace + ":" + platform.ProviderName
+	functionUser = "system:serviceaccount:" + cluster.CrossplaneNamespace + ":" + platform.FunctionName
+)
+
 // checkProviderRequests prints every kind of request provider-widget's
 // ServiceAccounts made during the suite, read from kube-apiserver's audit log
 // (the list docs/rbac.md is written from), and fails when any of them named a
 // resource in unusedByProvider.
 func checkProviderRequests() error {
-	user := "system:serviceaccount:" + suite.h.Namespace() + ":" + platform.ProviderName
-	all, err := suite.h.Requests(user)
+	user := providerUser
+	all, err := suite.c.Requests(user)
 	if err != nil {
 		return err
 	}
@@ -43,8 +53,8 @@ func checkProviderRequests() error {
 	fmt.Printf("E2E RBAC: requests of provider-widget's ServiceAccounts (%s*), by kind:\n  %s\n", user, strings.Join(lines, "\n  "))
 	// function-widget is granted nothing (the RBAC manager renders roles
 	// for providers only); shown for docs/rbac.md.
-	fn := "system:serviceaccount:" + suite.h.Namespace() + ":" + platform.FunctionName
-	fnAll, err := suite.h.Requests(fn)
+	fn := functionUser
+	fnAll, err := suite.c.Requests(fn)
 	if err != nil {
 		return err
 	}

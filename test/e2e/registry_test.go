@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e_test
 
 import (
@@ -49,7 +51,7 @@ type pkgObject interface {
 // pull Secret Crossplane put on their Deployments.
 func TestPrivateRegistry(t *testing.T) {
 	s := newScenario(t, true)
-	c := suite.h.Client()
+	c := suite.c.Client()
 
 	cfg := &pkgv1.Configuration{}
 	if err := c.Get(s.ctx, types.NamespacedName{Name: platform.ConfigurationName}, cfg); err != nil {
@@ -80,8 +82,8 @@ func TestPrivateRegistry(t *testing.T) {
 		if !slices.Contains(p.GetAppliedImageConfigRefs(), want) {
 			t.Errorf("%s %s applied ImageConfigs %+v, want %+v among them", kind, p.GetName(), p.GetAppliedImageConfigRefs(), want)
 		}
-		if !strings.HasPrefix(p.GetResolvedSource(), platform.Registry(suite.h)+"/") {
-			t.Errorf("%s %s resolved to %q, want a package under %s", kind, p.GetName(), p.GetResolvedSource(), platform.Registry(suite.h))
+		if !strings.HasPrefix(p.GetResolvedSource(), platform.Registry(suite.c)+"/") {
+			t.Errorf("%s %s resolved to %q, want a package under %s", kind, p.GetName(), p.GetResolvedSource(), platform.Registry(suite.c))
 		}
 	}
 	// The pods: Crossplane put the ImageConfig's pull Secret on the
@@ -118,7 +120,7 @@ func kindOf(p client.Object) string {
 // Crossplane's namespace, at least one.
 func packageDeployments(s *scenario, kind, pkg string) ([]appsv1.Deployment, error) {
 	l := &appsv1.DeploymentList{}
-	if err := suite.h.Client().List(s.ctx, l, client.InNamespace(suite.h.Namespace())); err != nil {
+	if err := suite.c.Client().List(s.ctx, l, client.InNamespace(suite.c.Namespace())); err != nil {
 		return nil, err
 	}
 	var out []appsv1.Deployment
@@ -148,7 +150,7 @@ func packageDeployments(s *scenario, kind, pkg string) ([]appsv1.Deployment, err
 // and CRDs.
 func TestRegistryMirror(t *testing.T) {
 	s := newScenario(t, true)
-	c := suite.h.Client()
+	c := suite.c.Client()
 	const (
 		version = "v0.1.0"
 		cfgName = "configuration-mirrored"
@@ -156,7 +158,7 @@ func TestRegistryMirror(t *testing.T) {
 		// The dependency's name: its repository path as a DNS label.
 		fnPkgName = "widgetco-function-mirrored"
 	)
-	mirror := suite.h.RegistryHost() + "/mirror/widgetco"
+	mirror := suite.c.RegistryHost() + "/mirror/widgetco"
 
 	// Build and mirror the packages, as a platform team's `crane copy`
 	// from upstream would leave them. The function embeds function-widget's
@@ -184,10 +186,10 @@ spec:
     package: `+upstream+"/"+fnName+`
     version: ">=`+version+`"
 `)
-	if _, err := suite.h.PushPackage(s.ctx, fnXpkg, mirror+"/"+fnName+":"+version); err != nil {
+	if _, err := suite.c.PushPackage(s.ctx, fnXpkg, mirror+"/"+fnName+":"+version); err != nil {
 		t.Fatal(err)
 	}
-	mirrorRef, err := suite.h.PushPackage(s.ctx, cfgXpkg, mirror+"/"+cfgName+":"+version)
+	mirrorRef, err := suite.c.PushPackage(s.ctx, cfgXpkg, mirror+"/"+cfgName+":"+version)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +206,7 @@ spec:
 		t.Fatal(err)
 	}
 	upstreamRef := upstream + "/" + cfgName + ":" + version
-	if err := suite.h.ApplyConfiguration(s.ctx, cfgName, upstreamRef); err != nil {
+	if err := suite.c.ApplyConfiguration(s.ctx, cfgName, upstreamRef); err != nil {
 		t.Fatal(err)
 	}
 	var refused string
@@ -267,10 +269,10 @@ spec:
 		t.Fatal(err)
 	}
 	begin := time.Now()
-	if err := suite.h.WaitConfiguration(s.ctx, cfgName, mirrorRef); err != nil {
+	if err := suite.c.WaitConfiguration(s.ctx, cfgName, mirrorRef); err != nil {
 		t.Fatal(err)
 	}
-	fn, err := suite.h.DependencyFunction(s.ctx, fnPkgName, harness.InstallOptions{})
+	fn, err := suite.c.DependencyFunction(s.ctx, fnPkgName, "")
 	if err != nil {
 		t.Fatal(err)
 	}

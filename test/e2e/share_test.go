@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e_test
 
 import (
@@ -9,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/widgetco/crossplane-widget/test/harness"
+	"github.com/widgetco/crossplane-widget/test/lib/audit"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 )
 
@@ -71,8 +73,8 @@ func TestOurShare(t *testing.T) {
 	end := time.Now()
 	time.Sleep(time.Second) // the audit log is written as requests complete
 
-	user := "system:serviceaccount:" + suite.h.Namespace() + ":" + platform.ProviderName
-	until, err := suite.h.WritesIn(user, s.ns, begin, ready)
+	user := "system:serviceaccount:" + suite.c.Namespace() + ":" + platform.ProviderName
+	until, err := suite.c.WritesIn(user, s.ns, begin, ready)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +88,7 @@ func TestOurShare(t *testing.T) {
 		t.Errorf("provider-widget emitted %.1f Events per XWidget until all were Ready; the budget is %.1f (today's figure + 20%%)", events/n, shareEventsPerXWidget)
 	}
 
-	churn, err := suite.h.WritesIn(user, s.ns, quiet, end)
+	churn, err := suite.c.WritesIn(user, s.ns, quiet, end)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +98,7 @@ func TestOurShare(t *testing.T) {
 }
 
 // countWrites counts writes, and the Event writes among them.
-func countWrites(rs []harness.Request) (writes, events float64) {
+func countWrites(rs []audit.Request) (writes, events float64) {
 	for _, r := range rs {
 		writes += float64(r.Count)
 		if r.Resource == "events" || strings.HasPrefix(r.Resource, "events.") {
@@ -106,7 +108,7 @@ func countWrites(rs []harness.Request) (writes, events float64) {
 	return writes, events
 }
 
-func describeWrites(rs []harness.Request) string {
+func describeWrites(rs []audit.Request) string {
 	parts := make([]string, 0, len(rs))
 	for _, r := range rs {
 		parts = append(parts, fmt.Sprintf("%s %s x%d", r.Verb, r.Resource, r.Count))

@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e_test
 
 import (
@@ -231,7 +233,7 @@ func (s *scenario) forgedKeyID(before prizeState) {
 	// kube-apiserver warns of the finalizer's name (it has no path) on
 	// every write; the suite's client would log each with a stack trace
 	// (no logger is set).
-	cfg := rest.CopyConfig(suite.h.RESTConfig())
+	cfg := rest.CopyConfig(suite.c.RESTConfig())
 	cfg.WarningHandler = rest.NoWarnings{}
 	quiet, err := client.New(cfg, client.Options{Scheme: suite.kube.Scheme()})
 	if err != nil {
@@ -268,7 +270,7 @@ func (s *scenario) forgedKeyID(before prizeState) {
 func (s *scenario) neighbour(suffix string) *scenario {
 	s.t.Helper()
 	n := &scenario{t: s.t, ctx: s.ctx, ns: s.ns + "-" + suffix}
-	if err := platform.EnsureNamespace(s.ctx, suite.h.Client(), n.ns); err != nil {
+	if err := platform.EnsureNamespace(s.ctx, suite.c.Client(), n.ns); err != nil {
 		s.t.Fatal(err)
 	}
 	s.t.Cleanup(func() {

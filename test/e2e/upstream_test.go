@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e_test
 
 import (
@@ -32,18 +34,18 @@ func TestUpstreamStaleConditions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := suite.h.PushPackage(s.ctx, xpkg, "function-patch-and-transform:v0.5.0")
+	ref, err := suite.c.PushPackage(s.ctx, xpkg, "function-patch-and-transform:v0.5.0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := suite.h.InstallFunction(s.ctx, "function-patch-and-transform", ref, harness.InstallOptions{}); err != nil {
+	if _, err := suite.c.InstallFunction(s.ctx, "function-patch-and-transform", ref, ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := staleconditions.Apply(s.ctx, suite.kube); err != nil {
 		t.Fatal(err)
 	}
 	o := staleconditions.Options{Namespace: s.ns, N: 60, Clients: 8, Quiet: convergenceQuiet, Timeout: 5 * time.Minute}
-	res, err := staleconditions.Run(s.ctx, suite.h.RESTConfig(), suite.kube, o)
+	res, err := staleconditions.Run(s.ctx, suite.c.RESTConfig(), suite.kube, o)
 	if err != nil {
 		t.Fatal(err)
 	}

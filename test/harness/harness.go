@@ -53,6 +53,8 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/widgetco/crossplane-widget/test/lib/audit"
+	"github.com/widgetco/crossplane-widget/test/lib/diagnostics"
 	"github.com/widgetco/crossplane-widget/test/lib/kube"
 	"github.com/widgetco/crossplane-widget/test/lib/proc"
 	"github.com/widgetco/crossplane-widget/test/lib/registry"
@@ -129,6 +131,11 @@ type Options struct {
 // A Harness is a running local control plane. Create it with Start; call Stop
 // when done. Its methods are safe for concurrent use.
 type Harness struct {
+	// Log is kube-apiserver's audit log: what the packages asked for and
+	// what RBAC refused them (Forbidden, Requests, WritesIn, EventCreates,
+	// Writes).
+	*audit.Log
+
 	opts  Options
 	tools Tools
 	log   *slog.Logger
@@ -157,12 +164,6 @@ type Harness struct {
 
 	mu       sync.Mutex
 	forwards []net.Listener
-	// apiStarts are the windows in which kube-apiserver started again
-	// (StartAPIServer), with a few seconds' grace.
-	apiStarts [][2]time.Time
-	// rollouts are the windows in which a package revision was replaced
-	// (ExpectRollout).
-	rollouts [][2]time.Time
 
 	stopOnce sync.Once
 	stopErr  error
@@ -230,6 +231,7 @@ func Start(ctx context.Context, o Options) (*Harness, error) { // A linear seque
 		tools:  t,
 		log:    o.Log,
 		dir:    dir,
+		Log:    &audit.Log{Path: filepath.Join(dir, "logs", "kube-apiserver-audit.log")},
 		done:   make(chan struct{}),
 		cancel: cancel,
 	}
@@ -316,7 +318,7 @@ func (h *Harness) startControlPlane(_ context.Context) error {
 	}
 	h.kubeconfig = filepath.Join(h.dir, "kubeconfig")
 	policyFile := filepath.Join(h.dir, "audit-policy.yaml")
-	if err := os.WriteFile(policyFile, []byte(policy()), 0o600); err != nil {
+	if err := os.WriteFile(policyFile, []byte(audit.Policy()), 0o600); err != nil {
 		return errors.Wrap(err, "cannot write kube-apiserver's audit policy")
 	}
 	env, err := kube.Start(kube.Options{
@@ -329,7 +331,7 @@ func (h *Harness) startControlPlane(_ context.Context) error {
 		QPS:          50,
 		Burst:        100,
 		AuditPolicy:  policyFile,
-		AuditLog:     h.auditLog(),
+		AuditLog:     h.Path,
 		CertDir:      filepath.Join(h.dir, "kube-apiserver"),
 		ServiceCIDR:  ServiceCIDR,
 		// The Widget API fetches the issuer's keys from the URL discovery
@@ -589,12 +591,27 @@ func (h *Harness) StopAPIServer() error {
 func (h *Harness) StartAPIServer() error {
 	t := time.Now()
 	err := h.env.StartAPIServer()
-	h.mu.Lock()
-	h.apiStarts = append(h.apiStarts, [2]time.Time{t, time.Now().Add(apiStartGrace)})
-	h.mu.Unlock()
+	h.APIServerStarting(t, time.Now().Add(apiStartGrace))
 	if err != nil {
 		return errors.Wrap(err, "cannot start kube-apiserver again")
 	}
 	h.log.Info("kube-apiserver serves again", "duration", since(t))
 	return nil
+}
+
+// DumpDiagnostics writes what is needed to debug a failure into dir
+// (default: a new timestamped directory under <Dir>/diagnostics) and
+// returns the directory; see diagnostics.Dump.
+func (h *Harness) DumpDiagnostics(ctx context.Context, dir string) (string, error) {
+	if dir == "" {
+		dir = filepath.Join(h.dir, "diagnostics", time.Now().Format("20060102-150405.000"))
+	}
+	src := diagnostics.Source{Config: h.cfg, Audit: h.Log, Logs: []string{filepath.Join(h.dir, "logs")}}
+	if h.kube != nil {
+		src.Client = h.kube
+	}
+	if h.node != nil {
+		src.Pods = func(context.Context) string { return h.node.describe() }
+	}
+	return diagnostics.Dump(ctx, src, dir)
 }

@@ -17,10 +17,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/widgetco/crossplane-widget/test/lib/audit"
 	"github.com/widgetco/crossplane-widget/test/lib/kube"
 	"github.com/widgetco/crossplane-widget/test/lib/node"
 	"github.com/widgetco/crossplane-widget/test/lib/proc"
@@ -102,16 +104,22 @@ type Cluster struct {
 	Registry *registry.Registry
 	// Kubeconfig is an admin kubeconfig (for kubectl and helm).
 	Kubeconfig string
+	// Log is kube-apiserver's audit log of every ServiceAccount's
+	// requests: what the packages asked for and what RBAC refused them.
+	*audit.Log
 
-	opts     Options
-	log      *slog.Logger
-	nodeIP   string
-	dnsIP    string
-	procs    []*proc.Process
-	lock     *node.MachineLock
-	proxy    *proc.Process
-	stopOnce sync.Once
-	stopErr  error
+	opts   Options
+	log    *slog.Logger
+	nodeIP string
+	dnsIP  string
+	procs  []*proc.Process
+	lock   *node.MachineLock
+	proxy  *proc.Process
+	tokens tokens
+	// stopArchive ends archiveLogs.
+	stopArchive context.CancelFunc
+	stopOnce    sync.Once
+	stopErr     error
 }
 
 // Start starts the cluster and waits until the node is Ready and CoreDNS
@@ -143,7 +151,11 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	dns := make(net.IP, 4)
 	copy(dns, svc.IP.To4())
 	dns[3] += 10
-	c := &Cluster{opts: o, log: o.Log, dnsIP: dns.String(), Kubeconfig: filepath.Join(o.Dir, "kubeconfig")}
+	c := &Cluster{
+		opts: o, log: o.Log, dnsIP: dns.String(),
+		Kubeconfig: filepath.Join(o.Dir, "kubeconfig"),
+		Log:        &audit.Log{Path: filepath.Join(o.Dir, "logs", "kube-apiserver-audit.log")},
+	}
 	lock, prev, err := node.LockMachine(ctx, func(holder string) {
 		o.Log.Info("Waiting for another node on this machine to end", "holder", holder)
 	})
@@ -184,7 +196,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := run(ctx, "ip", "route", "add", o.ServiceCIDR, "dev", o.Bridge, "src", ip); err != nil {
 		return err
 	}
-	if c.Registry, err = registry.Start(net.JoinHostPort(ip, "0"), c.path("logs", "registry.log")); err != nil {
+	if c.Registry, err = registry.Start(net.JoinHostPort(ip, "0"), c.path("logs", "registry.log"), PublicRepositories...); err != nil {
 		return err
 	}
 
@@ -193,6 +205,10 @@ func (c *Cluster) start(ctx context.Context) error {
 		return errors.Wrap(err, "cannot create kube-apiserver's log")
 	}
 	defer apiLog.Close() //nolint:errcheck // kube-apiserver holds its own descriptor
+	policy := c.path("audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(audit.Policy()), 0o600); err != nil {
+		return errors.Wrap(err, "cannot write kube-apiserver's audit policy")
+	}
 	if c.Kube, err = kube.Start(kube.Options{
 		Assets:       o.Tools.Assets,
 		EtcdDataDir:  c.path("etcd"),
@@ -204,6 +220,8 @@ func (c *Cluster) start(ctx context.Context) error {
 		Scheme:       kube.CrossplaneScheme(),
 		EtcdLog:      apiLog,
 		APIServerLog: apiLog,
+		AuditPolicy:  policy,
+		AuditLog:     c.Path,
 	}); err != nil {
 		return err
 	}
@@ -235,6 +253,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.lock.Record(node.RunRecord{PID: os.Getpid(), Dir: o.Dir, CgroupRoot: c.Node.CgroupRoot(), Bridge: o.Bridge}); err != nil {
 		return err
 	}
+	archive, stopArchive := context.WithCancel(context.Background())
+	c.stopArchive = stopArchive
+	go c.archiveLogs(archive)
 	if err := c.startProxy(); err != nil {
 		return err
 	}
@@ -256,6 +277,38 @@ func (c *Cluster) NodeIP() string { return c.nodeIP }
 // Client is an admin client.
 func (c *Cluster) Client() client.Client { return c.Kube.Client }
 
+// RESTConfig is a copy of the admin client's configuration.
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.Kube.Config) }
+
+// apiStartGrace is how long after kube-apiserver serves again its RBAC
+// authorizer may still refuse what the roles allow.
+const apiStartGrace = 5 * time.Second
+
+// StopAPIServer stops kube-apiserver (etcd keeps running); pods keep
+// running and lose the API until StartAPIServer.
+func (c *Cluster) StopAPIServer() error {
+	t := time.Now()
+	if err := c.Kube.StopAPIServer(); err != nil {
+		return err
+	}
+	c.log.Info("kube-apiserver stopped", "took", since(t))
+	return nil
+}
+
+// StartAPIServer starts kube-apiserver again on the same address, with
+// the same certificates and signing keys, and returns once it serves.
+// What it refuses in its first seconds counts as Starting (audit.Forbidden).
+func (c *Cluster) StartAPIServer() error {
+	t := time.Now()
+	err := c.Kube.StartAPIServer()
+	c.APIServerStarting(t, time.Now().Add(apiStartGrace))
+	if err != nil {
+		return errors.Wrap(err, "cannot start kube-apiserver again")
+	}
+	c.log.Info("kube-apiserver serves again", "took", since(t))
+	return nil
+}
+
 // Stop tears the cluster down, also after a failed or partial start: the
 // node (every pod), kube-proxy's rules, the control plane's processes,
 // kube-apiserver and etcd, the registry and the bridge. It is safe to call
@@ -267,6 +320,10 @@ func (c *Cluster) Stop() error {
 
 func (c *Cluster) stop() error {
 	var errs []error
+	if c.stopArchive != nil {
+		c.stopArchive()
+		c.linkLogs()
+	}
 	if c.Node != nil {
 		errs = append(errs, c.Node.Stop())
 	}

@@ -19,11 +19,17 @@ import (
 // CrossplaneNamespace is where InstallCrossplane installs Crossplane.
 const CrossplaneNamespace = "crossplane-system"
 
-// CrossplanePullSecret is the pull Secret for the cluster's registry that
-// InstallCrossplane creates in CrossplaneNamespace and gives core's and the
-// RBAC manager's ServiceAccounts. Packages name it in
-// spec.packagePullSecrets.
-const CrossplanePullSecret = "registry"
+// CrossplaneRepository is where InstallCrossplane pushes core's image: a
+// public repository of the cluster's registry (PublicRepositories), as
+// Crossplane's own images are public. Were it pulled with a pull Secret,
+// the chart would give that Secret to core's ServiceAccount, and core
+// would fetch every package of the registry with it: no package could be
+// private from core then.
+const CrossplaneRepository = "crossplane/crossplane"
+
+// PublicRepositories are the repositories of the cluster's registry that
+// anyone may pull.
+var PublicRepositories = []string{"crossplane/"}
 
 // Crossplane says what to install.
 type Crossplane struct {
@@ -36,12 +42,15 @@ type Crossplane struct {
 	Version string
 	// Args are core's extra arguments (the chart's args value).
 	Args []string
+	// Values are more of the chart's values, as helm's --set takes them
+	// ("key=value").
+	Values []string
 }
 
 // InstallCrossplane installs Crossplane the way users do: core's image
 // (built here from Bin, with the CRDs and webhook configurations the
-// release image carries) in the cluster's registry, and `helm install` of
-// the chart of the same version, with the pull Secret. It waits until core
+// release image carries) in a public repository of the cluster's registry,
+// and `helm install` of the chart of the same version. It waits until core
 // and the RBAC manager are available, and returns core's image reference.
 func (c *Cluster) InstallCrossplane(ctx context.Context, x Crossplane) (string, error) {
 	t := time.Now()
@@ -53,7 +62,7 @@ func (c *Cluster) InstallCrossplane(ctx context.Context, x Crossplane) (string, 
 	if err != nil {
 		return "", err
 	}
-	repo := "crossplane/crossplane"
+	repo := CrossplaneRepository
 	ref, err := c.Push(ctx, img, repo+":"+x.Version)
 	if err != nil {
 		return "", err
@@ -62,19 +71,18 @@ func (c *Cluster) InstallCrossplane(ctx context.Context, x Crossplane) (string, 
 	if err := c.Kube.Client.Create(ctx, ns); err != nil {
 		return "", errors.Wrapf(err, "cannot create namespace %s", CrossplaneNamespace)
 	}
-	if err := c.CreatePullSecret(ctx, CrossplaneNamespace, CrossplanePullSecret); err != nil {
-		return "", err
-	}
 	args := []string{
 		"install", "crossplane", filepath.Join(root, "charts", "crossplane"),
 		"--namespace", CrossplaneNamespace,
 		"--set", "image.repository=" + c.Registry.Host + "/" + repo,
 		"--set", "image.tag=" + x.Version,
-		"--set", "imagePullSecrets[0]=" + CrossplanePullSecret,
 		"--wait", "--timeout", "5m",
 	}
 	if len(x.Args) > 0 {
 		args = append(args, "--set", "args={"+strings.Join(x.Args, ",")+"}")
+	}
+	for _, v := range x.Values {
+		args = append(args, "--set", v)
 	}
 	if err := c.Helm(ctx, args...); err != nil {
 		return "", err

@@ -93,7 +93,7 @@ func treeTar(dirs map[string]string) ([]byte, error) {
 }
 
 // Push pushes img to the cluster's registry as repoTag ("repo:tag") and
-// returns its full reference, by digest.
+// returns its full reference (host/repo:tag).
 func (c *Cluster) Push(ctx context.Context, img v1.Image, repoTag string) (string, error) {
 	ref, err := name.ParseReference(c.Registry.Host+"/"+repoTag, name.StrictValidation)
 	if err != nil {

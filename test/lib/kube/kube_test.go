@@ -52,7 +52,7 @@ func TestStart(t *testing.T) {
 // real cluster's node runs it, and checks that its serving certificate is
 // valid for the `kubernetes` Service's ClusterIP and names, which in-cluster
 // clients use. (kube-apiserver gives the Service no endpoint on a loopback
-// address; test/node checks that pods reach it through the Service.)
+// address; the e2e suite's pods reach it through the Service.)
 func TestStartForPods(t *testing.T) {
 	if os.Getenv(AssetsEnv) == "" {
 		t.Skip(ErrNoAssets.Error())

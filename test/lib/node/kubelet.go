@@ -62,6 +62,10 @@ func kubeletConfig(p kubeletPaths, runtimeEndpoint, cgroupRoot, address, cluster
 		"registerNode":                true,
 		"nodeStatusUpdateFrequency":   "5s",
 		"serializeImagePulls":         false,
+		// Tests read containers' whole logs (the canary scan, change
+		// logs): no rotation, whose older files kubelet compresses.
+		"containerLogMaxSize":  "1Gi",
+		"containerLogMaxFiles": 2,
 	}
 	if clusterDNS != "" {
 		c["clusterDNS"] = []string{clusterDNS}

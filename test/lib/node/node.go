@@ -345,6 +345,9 @@ func (n *Node) CgroupRoot() string { return n.cgroupRoot }
 // pods/<uid>/volumes.
 func (n *Node) KubeletRootDir() string { return filepath.Join(n.opts.Dir, "kubelet", "root") }
 
+// LogsDir holds the node's own logs: kubelet's and containerd's.
+func (n *Node) LogsDir() string { return filepath.Join(n.opts.Dir, "logs") }
+
 // KubeletLog is kubelet's log file.
 func (n *Node) KubeletLog() string { return filepath.Join(n.opts.Dir, "logs", "kubelet.log") }
 
@@ -354,6 +357,18 @@ func (n *Node) ContainerdLog() string { return filepath.Join(n.opts.Dir, "logs",
 // PodLogsDir is where kubelet keeps the containers' logs:
 // <namespace>_<pod>_<uid>/<container>/<restart>.log.
 func (n *Node) PodLogsDir() string { return filepath.Join(n.opts.Dir, "kubelet", "pods") }
+
+// RestartKubelet stops kubelet (containers keep running) and starts it
+// again. The new kubelet has no ServiceAccount token cached: it requests a
+// new one for every projected volume and writes it into the running pods,
+// as it does when it rotates them at 80 % of their lifetime (ten minutes
+// at least).
+func (n *Node) RestartKubelet() error {
+	if err := n.kubelet.Restart(); err != nil {
+		return errors.Wrap(err, "cannot restart kubelet")
+	}
+	return nil
+}
 
 // KubeletExited is closed when kubelet exits.
 func (n *Node) KubeletExited() <-chan struct{} { return n.kubelet.Exited() }

@@ -17,7 +17,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/widgetco/crossplane-widget/package/image"
-	"github.com/widgetco/crossplane-widget/test/harness"
 )
 
 // Change logs: examples/runtime/changelogs.yaml is provider-widget's
@@ -92,7 +91,7 @@ func StartChangeLogsSidecarBuild(ctx context.Context, log *slog.Logger, root, bi
 // PublishChangeLogsSidecar pushes the stand-in change logs sidecar's image
 // to h's registry and returns its reference. The image is built(), or built
 // from root's test/changelogsidecar when built is nil.
-func PublishChangeLogsSidecar(ctx context.Context, h *harness.Harness, root string, built func() (v1.Image, error)) (string, error) {
+func PublishChangeLogsSidecar(ctx context.Context, h ControlPlane, root string, built func() (v1.Image, error)) (string, error) {
 	if built == nil {
 		built = func() (v1.Image, error) {
 			return BuildChangeLogsSidecar(ctx, root, filepath.Join(h.Dir(), "bin", "changelogs-sidecar"))

@@ -152,12 +152,22 @@ type ControlPlane interface {
 	// PushPackage pushes a package file to the registry as "repo:tag" and
 	// returns its full reference.
 	PushPackage(ctx context.Context, xpkgPath, ref string) (string, error)
+	// PushImage pushes an image to the registry as "repo:tag" and returns
+	// its full reference.
+	PushImage(ctx context.Context, img v1.Image, ref string) (string, error)
 	// CreateRegistryPullSecret creates (or updates) the pull Secret name
 	// for the registry in Namespace.
 	CreateRegistryPullSecret(ctx context.Context, name string) error
 	// InstallConfiguration installs the Configuration name from ref and
 	// waits until it is Installed and Healthy.
 	InstallConfiguration(ctx context.Context, name, ref string) error
+}
+
+// rollouts is a control plane that tells expected refusals from others
+// (audit.Log).
+type rollouts interface {
+	// ExpectRollout marks the time until done as a package rollout.
+	ExpectRollout() (done func())
 }
 
 // Install publishes the three packages to h's registry at
@@ -278,12 +288,8 @@ func install(ctx context.Context, cp ControlPlane, endpoint string, o Options, d
 	}
 	standIn := ""
 	if o.ChangeLogs {
-		h, ok := cp.(*harness.Harness)
-		if !ok {
-			return errors.New("change logs are only set up on the harness so far")
-		}
 		var err error
-		if standIn, err = PublishChangeLogsSidecar(ctx, h, o.Root, o.ChangeLogsSidecar); err != nil {
+		if standIn, err = PublishChangeLogsSidecar(ctx, cp, o.Root, o.ChangeLogsSidecar); err != nil {
 			return err
 		}
 		o.Log.Info("Change logs stand-in published", "image", standIn, "duration", since(begin))
@@ -299,6 +305,13 @@ func install(ctx context.Context, cp ControlPlane, endpoint string, o Options, d
 		return err
 	}
 	o.Log.Info("Packages published", "configuration", ref, "duration", since(begin))
+	// The dependencies start with Crossplane's default runtime config and
+	// are then pointed at theirs: two revisions, each with a ServiceAccount
+	// of its own, which RBAC knows only once the RBAC manager has bound it.
+	if r, ok := cp.(rollouts); ok {
+		done := r.ExpectRollout()
+		defer done()
+	}
 	if err := cp.InstallConfiguration(ctx, ConfigurationName, ref); err != nil {
 		return err
 	}

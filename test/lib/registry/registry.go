@@ -14,6 +14,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -42,8 +44,10 @@ type Registry struct {
 }
 
 // Start serves a registry on listen (host:port; port 0 picks one) and logs
-// its requests, and refusals by reason, to logPath.
-func Start(listen, logPath string) (*Registry, error) {
+// its requests, and refusals by reason, to logPath. Reads of the
+// repositories under each of public ("crossplane/", say) need no
+// credentials, as a registry's public projects; everything else does.
+func Start(listen, logPath string, public ...string) (*Registry, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot open registry log")
@@ -56,7 +60,7 @@ func Start(listen, logPath string) (*Registry, error) {
 	auth := authn.Basic{Username: User, Password: "reg-" + rand.Text()}
 	logger := log.New(f, "", log.LstdFlags)
 	srv := &http.Server{
-		Handler:           requireBasicAuth(auth, registry.New(registry.Logger(logger)), logger),
+		Handler:           requireBasicAuth(auth, public, registry.New(registry.Logger(logger)), logger),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	go func() { _ = srv.Serve(l) }()
@@ -76,8 +80,12 @@ func Start(listen, logPath string) (*Registry, error) {
 // the token endpoint, then the token), so what is under test - which
 // credentials a client picks for an image - is the same, and Basic needs no
 // token service.
-func requireBasicAuth(want authn.Basic, next http.Handler, logger *log.Logger) http.Handler {
+func requireBasicAuth(want authn.Basic, public []string, next http.Handler, logger *log.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if publicRead(r, public) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		user, password, ok := r.BasicAuth()
 		userOK := subtle.ConstantTimeCompare([]byte(user), []byte(want.Username)) == 1
 		passwordOK := subtle.ConstantTimeCompare([]byte(password), []byte(want.Password)) == 1
@@ -100,6 +108,29 @@ func requireBasicAuth(want authn.Basic, next http.Handler, logger *log.Logger) h
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = w.Write([]byte(`{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`))
 	})
+}
+
+// publicRead is true for a read (GET or HEAD) of a repository under one of
+// public: /v2/<repository>/manifests/... or /blobs/..., after cleaning the
+// path (no "..").
+func publicRead(r *http.Request, public []string) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	p := path.Clean(r.URL.Path)
+	if p != r.URL.Path {
+		return false
+	}
+	repo, ok := strings.CutPrefix(p, "/v2/")
+	if !ok || (!strings.Contains(repo, "/manifests/") && !strings.Contains(repo, "/blobs/")) {
+		return false
+	}
+	for _, pre := range public {
+		if pre != "" && strings.HasSuffix(pre, "/") && strings.HasPrefix(repo, pre) {
+			return true
+		}
+	}
+	return false
 }
 
 // Close stops serving.

@@ -130,3 +130,59 @@ func TestRegistryAuth(t *testing.T) {
 		}
 	})
 }
+
+// TestPublicRead reads from a registry whose "crossplane/" repositories are
+// public: an anonymous pull of them works, of any other repository (or by a
+// path that only looks like theirs) is refused, and a push always needs the
+// credentials.
+func TestPublicRead(t *testing.T) {
+	reg, err := Start("127.0.0.1:0", filepath.Join(t.TempDir(), "registry.log"), "crossplane/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Close() })
+	ctx := context.Background()
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, repo := range []string{"crossplane/crossplane:v1", "widgetco/private:v1"} {
+		ref, err := name.ParseReference(reg.Host + "/" + repo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(ref, img, remote.WithContext(ctx), remote.WithAuth(authn.Anonymous)); err == nil {
+			t.Errorf("anonymous push to %s: no error, want it refused", repo)
+		}
+		if err := remote.Write(ref, img, remote.WithContext(ctx), remote.WithAuth(&reg.Auth)); err != nil {
+			t.Fatalf("push to %s with the credentials: %v", repo, err)
+		}
+	}
+	cases := map[string]struct {
+		reason string
+		path   string
+		want   int
+	}{
+		"PublicManifest":  {reason: "A public repository's manifest needs no credentials.", path: "/v2/crossplane/crossplane/manifests/v1", want: http.StatusOK},
+		"PrivateManifest": {reason: "Any other repository's does.", path: "/v2/widgetco/private/manifests/v1", want: http.StatusUnauthorized},
+		"Catalog":         {reason: "Listing repositories is not a read of a public one.", path: "/v2/_catalog", want: http.StatusUnauthorized},
+		"DotDot":          {reason: "A path that climbs out of the public prefix is refused.", path: "/v2/crossplane/../widgetco/private/manifests/v1", want: http.StatusUnauthorized},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+reg.Host+tc.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Accept", "application/vnd.oci.image.manifest.v1+json,application/vnd.docker.distribution.manifest.v2+json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("%s\nGET %s: status %d, want %d", tc.reason, tc.path, resp.StatusCode, tc.want)
+			}
+		})
+	}
+}

@@ -1,4 +1,8 @@
-package harness
+// Package audit reads kube-apiserver's audit log: what ServiceAccounts
+// asked for, what RBAC refused, how many Events each sent twice, and what
+// each write changed. Start kube-apiserver with a Log's policy file and
+// path (kube.Options.AuditPolicy and AuditLog).
+package audit
 
 import (
 	"bufio"
@@ -9,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -52,12 +57,37 @@ rules:
 - level: None
 `
 
-// policy returns the audit policy the environment asks for.
-func policy() string {
+// Policy returns the audit policy the environment asks for.
+func Policy() string {
 	if os.Getenv("WIDGET_AUDIT_BODIES") != "" {
 		return auditBodiesPolicy
 	}
 	return auditPolicy
+}
+
+// A Log is kube-apiserver's audit log at Path (rotated files beside it),
+// with the windows in which refusals are expected.
+type Log struct {
+	// Path is the audit log kube-apiserver writes (--audit-log-path).
+	Path string
+
+	mu sync.Mutex
+	// apiStarts are the windows in which kube-apiserver started again,
+	// with a few seconds' grace.
+	apiStarts [][2]time.Time
+	// rollouts are the windows in which a package revision was replaced
+	// (ExpectRollout).
+	rollouts [][2]time.Time
+}
+
+// APIServerStarting marks [from, to] as a time in which kube-apiserver was
+// starting again: it serves before its RBAC authorizer has read every
+// role, and refuses for a moment what the roles allow (Forbidden marks
+// those refusals Starting).
+func (l *Log) APIServerStarting(from, to time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.apiStarts = append(l.apiStarts, [2]time.Time{from, to})
 }
 
 // maxAuditLine bounds one audit event the parser reads.
@@ -73,7 +103,7 @@ type Forbidden struct {
 	// Count is how often the same request was refused.
 	Count int
 	// Starting is true for requests kube-apiserver refused while it was
-	// starting again (StartAPIServer): it serves before its RBAC authorizer
+	// starting again (APIServerStarting): it serves before its RBAC authorizer
 	// has read every role, and refuses what the roles allow for a moment.
 	Starting bool
 	// Rollout is true for requests refused while a package revision was
@@ -103,16 +133,16 @@ func (f Forbidden) String() string {
 // that kube-apiserver refused because RBAC does not allow them, read from
 // its audit log. A missing rule in what Crossplane grants a provider shows up
 // here first.
-func (h *Harness) Forbidden() ([]Forbidden, error) {
-	h.mu.Lock()
-	starts := slices.Clone(h.apiStarts)
-	rollouts := slices.Clone(h.rollouts)
-	h.mu.Unlock()
+func (l *Log) Forbidden() ([]Forbidden, error) {
+	l.mu.Lock()
+	starts := slices.Clone(l.apiStarts)
+	rollouts := slices.Clone(l.rollouts)
+	l.mu.Unlock()
 	within := func(ws [][2]time.Time, t time.Time) bool {
 		return slices.ContainsFunc(ws, func(w [2]time.Time) bool { return !t.Before(w[0]) && !t.After(w[1]) })
 	}
 	seen := map[Forbidden]int{}
-	err := h.eachAuditEvent([]string{`"code":403`}, func(e auditEvent) {
+	err := l.eachAuditEvent([]string{`"code":403`}, func(e auditEvent) {
 		// A 403 that RBAC allowed was refused for another reason: a create
 		// in a namespace being deleted, say, which a scenario's cleanup
 		// causes while controllers still write Events there.
@@ -171,10 +201,10 @@ func (r Request) String() string {
 // kube-apiserver's audit log: what a package runtime actually uses of what
 // Crossplane's RBAC manager grants it. A request recorded at two stages (a
 // watch: started, then ended) counts once; a watch still open counts too.
-func (h *Harness) Requests(userPrefix string) ([]Request, error) {
+func (l *Log) Requests(userPrefix string) ([]Request, error) {
 	seen := map[Request]int{}
 	ids := map[string]bool{}
-	err := h.eachAuditEvent([]string{`"username":"` + userPrefix}, func(e auditEvent) {
+	err := l.eachAuditEvent([]string{`"username":"` + userPrefix}, func(e auditEvent) {
 		if !strings.HasPrefix(e.User.Username, userPrefix) || e.AuditID != "" && ids[e.AuditID] {
 			return
 		}
@@ -227,10 +257,10 @@ func sortRequests(out []Request) {
 // namespace ns and that kube-apiserver received in [from, to), by kind, in
 // Requests' order. Scenarios that run at once in namespaces of their own can
 // so each count their own share of a package runtime's writes.
-func (h *Harness) WritesIn(userPrefix, ns string, from, to time.Time) ([]Request, error) {
+func (l *Log) WritesIn(userPrefix, ns string, from, to time.Time) ([]Request, error) {
 	seen := map[Request]int{}
 	ids := map[string]bool{}
-	err := h.eachAuditEvent([]string{`"username":"` + userPrefix, `"namespace":"` + ns + `"`}, func(e auditEvent) {
+	err := l.eachAuditEvent([]string{`"username":"` + userPrefix, `"namespace":"` + ns + `"`}, func(e auditEvent) {
 		switch {
 		case !strings.HasPrefix(e.User.Username, userPrefix), e.ObjectRef.Namespace != ns:
 			return
@@ -293,8 +323,8 @@ type auditEvent struct {
 // whose line contains every string in must (a cheap filter before parsing).
 // kube-apiserver rotates its audit log at 100 MB (a long benchmark writes
 // several); the rotated files are read first, oldest first.
-func (h *Harness) eachAuditEvent(must []string, fn func(auditEvent)) error {
-	files, err := h.auditLogs()
+func (l *Log) eachAuditEvent(must []string, fn func(auditEvent)) error {
+	files, err := l.auditLogs()
 	if err != nil {
 		return err
 	}
@@ -308,13 +338,13 @@ func (h *Harness) eachAuditEvent(must []string, fn func(auditEvent)) error {
 
 // auditLogs returns the audit log's files, oldest first: the rotated ones
 // (named after the time they were rotated), then the current one.
-func (h *Harness) auditLogs() ([]string, error) {
-	rotated, err := filepath.Glob(strings.TrimSuffix(h.auditLog(), ".log") + "-*.log")
+func (l *Log) auditLogs() ([]string, error) {
+	rotated, err := filepath.Glob(strings.TrimSuffix(l.Path, ".log") + "-*.log")
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot list kube-apiserver's audit logs")
 	}
 	sort.Strings(rotated)
-	return append(rotated, h.auditLog()), nil
+	return append(rotated, l.Path), nil
 }
 
 func eachAuditEventIn(name string, must []string, fn func(auditEvent)) error {
@@ -349,16 +379,14 @@ lines:
 // Forbidden marks what kube-apiserver refused then as Rollout. Call done
 // once the old pods are gone (DependencyProvider and DependencyFunction wait
 // for that).
-func (h *Harness) ExpectRollout() (done func()) {
+func (l *Log) ExpectRollout() (done func()) {
 	start := time.Now()
 	return func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		h.rollouts = append(h.rollouts, [2]time.Time{start, time.Now()})
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.rollouts = append(l.rollouts, [2]time.Time{start, time.Now()})
 	}
 }
-
-func (h *Harness) auditLog() string { return h.dir + "/logs/kube-apiserver-audit.log" }
 
 // EventCreates is how many Events a ServiceAccount asked kube-apiserver to
 // create during the run, and how many of those kube-apiserver refused as
@@ -374,9 +402,9 @@ type EventCreates struct {
 
 // EventCreates returns the Event creates of each ServiceAccount, read from
 // kube-apiserver's audit log, by user name.
-func (h *Harness) EventCreates() ([]EventCreates, error) {
+func (l *Log) EventCreates() ([]EventCreates, error) {
 	by := map[string]*EventCreates{}
-	err := h.eachAuditEvent([]string{`"resource":"events"`, `"verb":"create"`}, func(e auditEvent) {
+	err := l.eachAuditEvent([]string{`"resource":"events"`, `"verb":"create"`}, func(e auditEvent) {
 		if e.Verb != "create" || e.ObjectRef.Resource != "events" {
 			return
 		}
@@ -424,12 +452,12 @@ type Writes struct {
 // resource, XR or claim did, from kube-apiserver's audit log: it needs the
 // log written with WIDGET_AUDIT_BODIES=1 (see auditBodiesPolicy). A write
 // whose object's earlier state the log does not show counts as a change.
-func (h *Harness) Writes() ([]Writes, error) {
+func (l *Log) Writes() ([]Writes, error) {
 	type object struct{ group, resource, namespace, name string }
 	type kind struct{ user, resource, subresource, verb string }
 	last := map[object]string{}
 	by := map[kind]*Writes{}
-	err := h.eachAuditEvent([]string{`"level":"RequestResponse"`}, func(e auditEvent) {
+	err := l.eachAuditEvent([]string{`"level":"RequestResponse"`}, func(e auditEvent) {
 		switch e.Verb {
 		case "create", "update", "patch":
 		default:

@@ -1,4 +1,4 @@
-package harness
+package audit
 
 import (
 	"fmt"
@@ -32,16 +32,14 @@ func TestAuditChecks(t *testing.T) {
 		`{"verb":"create","user":{"username":"sa:core"},"objectRef":{"resource":"events","namespace":"gone","name":"x.2"},"responseStatus":{"code":403},"requestReceivedTimestamp":"2026-11-26T04:00:08Z","annotations":{"authorization.k8s.io/decision":"allow"}}`,
 		`not an audit event, "code":403 "resource":"events" "verb":"create"`,
 	}
-	h := &Harness{dir: t.TempDir()}
-	if err := os.MkdirAll(filepath.Join(h.dir, "logs"), 0o750); err != nil {
-		t.Fatal(err)
-	}
+	dir := t.TempDir()
+	h := &Log{Path: filepath.Join(dir, "kube-apiserver-audit.log")}
 	// The first lines went to a file kube-apiserver rotated.
-	rotated := filepath.Join(h.dir, "logs", "kube-apiserver-audit-2026-11-26T04-00-01.500.log")
+	rotated := filepath.Join(dir, "kube-apiserver-audit-2026-11-26T04-00-01.500.log")
 	if err := os.WriteFile(rotated, []byte(strings.Join(lines[:2], "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(h.auditLog(), []byte(strings.Join(lines[2:], "\n")+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(h.Path, []byte(strings.Join(lines[2:], "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
@@ -102,7 +100,7 @@ func TestAuditChecks(t *testing.T) {
 		t.Errorf("WritesIn(%q, %q, ...) to 04:00:06: -want, +got:\n%s", "sa:prov", "a", diff)
 	}
 
-	if _, err := (&Harness{dir: t.TempDir()}).EventCreates(); err == nil {
+	if _, err := (&Log{Path: filepath.Join(t.TempDir(), "audit.log")}).EventCreates(); err == nil {
 		t.Error("EventCreates() without an audit log: no error")
 	}
 }
@@ -137,14 +135,12 @@ func TestWrites(t *testing.T) {
 		`{"level":"Metadata","verb":"patch","user":{"username":"core"},"objectRef":{"resource":"widgetkeys","name":"k1"},"responseStatus":{"code":200}}`,
 		w("core", "get", "k1", "", 200, "12"),
 	}
-	h := &Harness{dir: t.TempDir()}
-	if err := os.MkdirAll(filepath.Join(h.dir, "logs"), 0o750); err != nil {
+	dir := t.TempDir()
+	h := &Log{Path: filepath.Join(dir, "kube-apiserver-audit.log")}
+	if err := os.WriteFile(filepath.Join(dir, "kube-apiserver-audit-2026-11-26T04-00-01.500.log"), []byte(strings.Join(rotated, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(h.dir, "logs", "kube-apiserver-audit-2026-11-26T04-00-01.500.log"), []byte(strings.Join(rotated, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(h.auditLog(), []byte(strings.Join(current, "\n")+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(h.Path, []byte(strings.Join(current, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	got, err := h.Writes()

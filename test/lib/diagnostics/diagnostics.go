@@ -1,9 +1,13 @@
-package harness
+// Package diagnostics writes what is needed to debug a failed run of a
+// cluster: its objects, events, Secrets' names, pods, refused requests and
+// logs.
+package diagnostics
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,14 +21,33 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/widgetco/crossplane-widget/test/lib/audit"
 )
 
-// DumpDiagnostics writes what is needed to debug a failure into dir (default:
-// a new timestamped directory under <Dir>/diagnostics) and returns the
-// directory:
+// A Source is what Dump reads: a cluster's API, its audit log and its logs.
+type Source struct {
+	// Config and Client are an admin's.
+	Config *rest.Config
+	Client client.Client
+	// Audit, when set, is kube-apiserver's audit log.
+	Audit *audit.Log
+	// Pods, when set, describes the pods the node runs.
+	Pods func(context.Context) string
+	// Logs are directories whose files (at any depth) are copied, each
+	// under logs/<its path below the directory, slashes as underscores>.
+	Logs []string
+	// More, when set, writes more files through write (name relative to
+	// the diagnostics directory): containers' logs, say.
+	More func(write func(name string, data []byte))
+}
+
+// Dump writes what is needed to debug a failure into dir and returns it:
 //
 //   - summary.txt: every custom resource with its status conditions;
 //   - resources/<plural>.<group>.yaml: every object of every CRD-defined
@@ -33,40 +56,47 @@ import (
 //     provider configs - discovered from the CRDs, without managedFields;
 //   - events.txt: every event, oldest first;
 //   - secrets.txt: Secret names, types and keys (never values);
-//   - pods.txt: the pods the node runs for each Deployment, their state;
+//   - pods.txt: the pods the node runs, their state;
 //   - forbidden.txt: requests of the package runtimes that RBAC refused
 //     (from kube-apiserver's audit log), when there are any;
-//   - logs/: each process's log (Crossplane core, runtimes, registry...).
+//   - logs/: each process's and container's log.
 //
 // It is best effort: what it cannot read is listed in errors.txt and the
 // rest is still written. It returns an error only when it cannot create the
 // directory.
-func (h *Harness) DumpDiagnostics(ctx context.Context, dir string) (string, error) {
-	if dir == "" {
-		dir = filepath.Join(h.dir, "diagnostics", time.Now().Format("20060102-150405.000"))
-	}
+func Dump(ctx context.Context, src Source, dir string) (string, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "resources"), 0o750); err != nil {
 		return "", errors.Wrap(err, "cannot create diagnostics directory")
 	}
-	d := &dumper{dir: dir}
-	if h.kube != nil {
-		d.resources(ctx, h)
-		d.events(ctx, h)
-		d.secrets(ctx, h)
+	d := &dumper{dir: dir, src: src}
+	if src.Client != nil {
+		d.resources(ctx)
+		d.events(ctx)
+		d.secrets(ctx)
 	}
-	if h.node != nil {
-		d.write("pods.txt", []byte(h.node.describe()))
+	if src.Pods != nil {
+		d.write("pods.txt", []byte(src.Pods(ctx)))
 	}
-	if fb, err := h.Forbidden(); err != nil {
-		d.errorf("%v", err)
-	} else if len(fb) > 0 {
-		var b strings.Builder
-		for _, f := range fb {
-			b.WriteString(f.String() + "\n")
+	if src.Audit != nil {
+		if fb, err := src.Audit.Forbidden(); err != nil {
+			d.errorf("%v", err)
+		} else if len(fb) > 0 {
+			var b strings.Builder
+			for _, f := range fb {
+				b.WriteString(f.String() + "\n")
+			}
+			d.write("forbidden.txt", []byte(b.String()))
 		}
-		d.write("forbidden.txt", []byte(b.String()))
 	}
-	d.logs(filepath.Join(h.dir, "logs"))
+	for _, l := range src.Logs {
+		d.logs(l)
+	}
+	if src.More != nil {
+		if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o750); err != nil {
+			d.errorf("cannot create logs directory: %v", err)
+		}
+		src.More(d.write)
+	}
 	if len(d.errs) > 0 {
 		_ = os.WriteFile(filepath.Join(dir, "errors.txt"), []byte(strings.Join(d.errs, "\n")+"\n"), 0o600)
 	}
@@ -75,6 +105,7 @@ func (h *Harness) DumpDiagnostics(ctx context.Context, dir string) (string, erro
 
 type dumper struct {
 	dir string
+	src Source
 
 	mu   sync.Mutex
 	errs []string
@@ -92,13 +123,13 @@ func (d *dumper) write(name string, data []byte) {
 	}
 }
 
-func (d *dumper) resources(ctx context.Context, h *Harness) {
+func (d *dumper) resources(ctx context.Context) {
 	crds := &extv1.CustomResourceDefinitionList{}
-	if err := h.kube.List(ctx, crds); err != nil {
+	if err := d.src.Client.List(ctx, crds); err != nil {
 		d.errorf("cannot list CRDs: %v", err)
 		return
 	}
-	dc, err := dynamic.NewForConfig(h.cfg)
+	dc, err := dynamic.NewForConfig(d.src.Config)
 	if err != nil {
 		d.errorf("cannot create dynamic client: %v", err)
 		return
@@ -212,9 +243,9 @@ func summarize(w *bytes.Buffer, u *unstructured.Unstructured) {
 	}
 }
 
-func (d *dumper) events(ctx context.Context, h *Harness) {
+func (d *dumper) events(ctx context.Context) {
 	l := &corev1.EventList{}
-	if err := h.kube.List(ctx, l); err != nil {
+	if err := d.src.Client.List(ctx, l); err != nil {
 		d.errorf("cannot list events: %v", err)
 		return
 	}
@@ -241,9 +272,9 @@ func (d *dumper) events(ctx context.Context, h *Harness) {
 	d.write("events.txt", b.Bytes())
 }
 
-func (d *dumper) secrets(ctx context.Context, h *Harness) {
+func (d *dumper) secrets(ctx context.Context) {
 	l := &corev1.SecretList{}
-	if err := h.kube.List(ctx, l); err != nil {
+	if err := d.src.Client.List(ctx, l); err != nil {
 		d.errorf("cannot list secrets: %v", err)
 		return
 	}
@@ -260,24 +291,24 @@ func (d *dumper) secrets(ctx context.Context, h *Harness) {
 }
 
 func (d *dumper) logs(from string) {
-	ents, err := os.ReadDir(from)
-	if err != nil {
-		d.errorf("cannot read logs: %v", err)
-		return
-	}
-	if err := os.MkdirAll(filepath.Join(d.dir, "logs"), 0o750); err != nil {
-		d.errorf("cannot create logs directory: %v", err)
-		return
-	}
-	for _, e := range ents {
-		if e.IsDir() {
-			continue
+	err := filepath.WalkDir(from, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || !e.Type().IsRegular() {
+			return err
 		}
-		b, err := os.ReadFile(filepath.Join(from, e.Name()))
+		rel, _ := filepath.Rel(from, p)
+		name := filepath.Join("logs", strings.ReplaceAll(rel, string(filepath.Separator), "_"))
+		if err := os.MkdirAll(filepath.Join(d.dir, "logs"), 0o750); err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
 		if err != nil {
-			d.errorf("cannot read log %s: %v", e.Name(), err)
-			continue
+			d.errorf("cannot read log %s: %v", p, err)
+			return nil
 		}
-		d.write(filepath.Join("logs", e.Name()), b)
+		d.write(name, b)
+		return nil
+	})
+	if err != nil {
+		d.errorf("cannot read logs under %s: %v", from, err)
 	}
 }

@@ -1,10 +1,14 @@
-package node_test
+//go:build linux
+
+package e2e_test
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -16,7 +20,6 @@ import (
 
 	"github.com/widgetco/crossplane-widget/test/lib/cluster"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
-	"github.com/widgetco/crossplane-widget/test/lib/wait"
 )
 
 // TestRollingUpdate changes the provider's DeploymentRuntimeConfig, which
@@ -26,10 +29,8 @@ import (
 // with no leader: from the last renewal of each holder to the next
 // holder's acquisition, as the Lease records them.
 func TestRollingUpdate(t *testing.T) {
-	c := suite(t)
-	kc := c.Client()
-	ns := "node-rollout"
-	ensureNamespace(t, kc, ns)
+	s := newScenario(t, false)
+	kc := suite.c.Client()
 	pkg := &pkgv1.Provider{}
 	if err := kc.Get(t.Context(), types.NamespacedName{Name: platform.ProviderName}, pkg); err != nil {
 		t.Fatal(err)
@@ -43,8 +44,8 @@ func TestRollingUpdate(t *testing.T) {
 	}
 	gen := dep.Generation
 	before := map[string]bool{}
-	for _, p := range providerPodNames(t, kc) {
-		before[p] = true
+	for _, p := range suite.provider.Pods() {
+		before[p.Name()] = true
 	}
 
 	leases := watchLease(t, kc)
@@ -57,8 +58,8 @@ func TestRollingUpdate(t *testing.T) {
 	if err := kc.Patch(t.Context(), drc, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
-	xrs := createWhileFirstWidgetsCommit(t, kc, ns)
-	wait.For(t, 3*time.Minute, "the provider's Deployment to roll out", func() error {
+	xrs := s.createDuringFirstCommits(10)
+	s.eventually("the provider's Deployment to roll out", func() error {
 		d := &appsv1.Deployment{}
 		if err := kc.Get(t.Context(), client.ObjectKeyFromObject(dep), d); err != nil {
 			return err
@@ -66,7 +67,11 @@ func TestRollingUpdate(t *testing.T) {
 		if d.Generation == gen {
 			return fmt.Errorf("the Deployment's generation is still %d", gen)
 		}
-		for _, p := range providerPods(t, kc) {
+		pods := &corev1.PodList{}
+		if err := kc.List(t.Context(), pods, client.InNamespace(cluster.CrossplaneNamespace), client.MatchingLabels{"pkg.crossplane.io/provider": platform.ProviderName}); err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
 			if before[p.Name] {
 				return fmt.Errorf("old pod %s is still there", p.Name)
 			}
@@ -77,14 +82,16 @@ func TestRollingUpdate(t *testing.T) {
 		return nil
 	})
 	t.Logf("MEASURED the rolling update replaced both provider pods %s after the DeploymentRuntimeConfig changed", time.Since(started).Round(100*time.Millisecond))
-	wait.For(t, time.Minute, "a pod of the new template to hold the lease", func() error {
-		if h := podOf(leaseHolder(t.Context(), kc)); h == "" || before[h] {
+	s.eventually("a pod of the new template to hold the lease", func() error {
+		if h := podOf(leaseHolder(s)); h == "" || before[h] {
 			return fmt.Errorf("held by %q", h)
 		}
 		return nil
 	})
-	waitReady(t, kc, 3*time.Minute, xrs...)
-	checkOneWidgetEach(t, ns, xrs)
+	for _, xr := range xrs {
+		s.waitReady(xr)
+	}
+	s.checkOneWidgetEach(xrs)
 	handovers, worst := leases()
 	if len(handovers) == 0 {
 		t.Errorf("the lease never changed hands during the rolling update")
@@ -93,18 +100,6 @@ func TestRollingUpdate(t *testing.T) {
 	if worst > 15*time.Second {
 		t.Errorf("a gap of %s with no leader: a replica that stops gracefully should hand its lease over at once, not let it expire (15s)", worst)
 	}
-}
-
-// providerPodNames lists the provider's pods that are not terminating.
-func providerPodNames(t *testing.T, kc client.Client) []string {
-	t.Helper()
-	var names []string
-	for _, p := range providerPods(t, kc) {
-		if p.DeletionTimestamp == nil {
-			names = append(names, p.Name)
-		}
-	}
-	return names
 }
 
 // watchLease polls provider-widget's lease every 100ms until the returned

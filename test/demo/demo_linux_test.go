@@ -1,4 +1,4 @@
-package node_test
+package main
 
 import (
 	"bufio"
@@ -15,9 +15,8 @@ import (
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 )
 
-// TestDemo runs `make demo`'s program as a user does, before the suite's
-// own cluster exists (the machine runs one node at a time; go test runs
-// the files in name order, and this one's comes first): it waits for the
+// TestDemo runs `make demo`'s program as a user does (the machine runs one
+// node at a time: make test runs it before the e2e suite): it waits for the
 // example XWidget and WidgetClaim to be Ready, runs the `kubectl get pods
 // -A -o wide` the demo suggests (core, the RBAC manager, CoreDNS, the
 // provider and the function Running on the node) and a `kubectl logs`
@@ -25,11 +24,6 @@ import (
 // everything is torn down.
 func TestDemo(t *testing.T) {
 	cluster.Require(t)
-	if env.c != nil {
-		// The machine runs one node at a time: the demo would wait for the
-		// suite's, which stays up until every test has run.
-		t.Fatal("TestDemo must run before any test that uses the suite's cluster: keep its file name first in test/node")
-	}
 	kubectl := os.Getenv("KUBECTL_BIN")
 	if kubectl == "" {
 		t.Fatal("KUBECTL_BIN is unset: eval \"$(bash hack/tools.sh env)\"")

@@ -1,4 +1,6 @@
-package node_test
+//go:build linux
+
+package e2e_test
 
 import (
 	"errors"
@@ -11,10 +13,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/widgetco/crossplane-widget/test/lib/wait"
+	"github.com/widgetco/crossplane-widget/test/lib/cluster"
 )
 
 // TestLeaderOOMKilled has the kernel kill the leading provider container
@@ -25,35 +24,35 @@ import (
 // the container with the pod's own limit, another replica takes over, and
 // every claim and XWidget goes Ready with one widget each.
 func TestLeaderOOMKilled(t *testing.T) {
-	c := suite(t)
-	kc := c.Client()
-	ns := "node-oom-killed"
-	ensureNamespace(t, kc, ns)
-	leader := leaderPod(t, kc)
-	restarts := restartCount(leader)
-	cg := containerCgroup(t, c, leader)
+	s := newScenario(t, false)
+	leader := s.leader()
+	restarts := restartCount(leader.Object())
+	cg, err := leader.ContainerCgroup(s.ctx, "memory", cluster.RuntimeContainer)
+	if err != nil {
+		t.Fatal(err)
+	}
 
-	squeezed := squeeze(t, cg, 1<<20)
-	t.Logf("lowered %s's memory limit to %d bytes (1 MiB above its use)", leader.Name, squeezed)
+	squeezed := s.squeeze(cg, 1<<20)
+	t.Logf("lowered %s's memory limit to %d bytes (1 MiB above its use)", leader.Name(), squeezed)
 	start := time.Now()
 	// Work for the leader: its caches and heap grow with these.
-	xrs := createXRs(t, kc, ns, 4*failoverXRs)
+	xrs := s.createDuringFirstCommits(40)
 
 	var reason string
-	wait.For(t, 3*time.Minute, "the kernel to OOM-kill the leader and kubelet to restart it", func() error {
-		p := &corev1.Pod{}
-		if err := kc.Get(t.Context(), client.ObjectKeyFromObject(leader), p); err != nil {
+	s.eventually("the kernel to OOM-kill the leader and kubelet to restart it", func() error {
+		p, err := leader.Current(s.ctx)
+		if err != nil {
 			return err
 		}
-		for _, s := range p.Status.ContainerStatuses {
-			if s.Name == "package-runtime" && s.LastTerminationState.Terminated != nil {
-				reason = s.LastTerminationState.Terminated.Reason
+		for _, st := range p.Status.ContainerStatuses {
+			if st.Name == cluster.RuntimeContainer && st.LastTerminationState.Terminated != nil {
+				reason = st.LastTerminationState.Terminated.Reason
 			}
 		}
 		if restartCount(p) <= restarts {
 			// Keep the limit just above what it uses, as that falls
 			// after a garbage collection, until an allocation exceeds it.
-			lower(cg, 512<<10)
+			_, _ = lower(cg, 512<<10)
 			return fmt.Errorf("not restarted yet (memory.failcnt %s)", readFile(filepath.Join(cg, "memory.failcnt")))
 		}
 		return nil
@@ -62,18 +61,20 @@ func TestLeaderOOMKilled(t *testing.T) {
 	if reason != "OOMKilled" {
 		t.Errorf("the container's last termination reason: got %q, want OOMKilled", reason)
 	}
-	waitReady(t, kc, 3*time.Minute, xrs...)
-	checkOneWidgetEach(t, ns, xrs)
-	waitProviderPods(t, kc, 2)
+	for _, xr := range xrs {
+		s.waitReady(xr)
+	}
+	s.checkOneWidgetEach(xrs)
+	s.waitProviderPods(2)
 }
 
 // squeeze lowers the cgroup's memory limit to headroom above its usage and
 // returns the limit. The kernel refuses (EBUSY) a limit it cannot reclaim
 // down to; it then tries again with the new usage.
-func squeeze(t *testing.T, cg string, headroom int64) int64 {
-	t.Helper()
+func (s *scenario) squeeze(cg string, headroom int64) int64 {
+	s.t.Helper()
 	var limit int64
-	wait.For(t, 30*time.Second, "a memory limit just above the container's use", func() error {
+	s.eventuallyWithin(30*time.Second, "a memory limit just above the container's use", func() error {
 		var err error
 		limit, err = lower(cg, headroom)
 		return err

@@ -1,4 +1,6 @@
-package node_test
+//go:build linux
+
+package e2e_test
 
 import (
 	"encoding/json"
@@ -11,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,8 +22,8 @@ import (
 
 	pkgv1beta1 "github.com/crossplane/crossplane/apis/v2/pkg/v1beta1"
 
+	"github.com/widgetco/crossplane-widget/test/lib/cluster"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
-	"github.com/widgetco/crossplane-widget/test/lib/wait"
 )
 
 // uptest's annotations, which examples/provider carries.
@@ -36,33 +40,33 @@ const (
 // clear the conditions, unpause: Ready again with the same
 // status.atProvider.id); delete and wait until none is left.
 func TestUptestPhases(t *testing.T) {
-	c := suite(t)
-	kc := c.Client()
+	s := newScenario(t, false)
+	kc := suite.c.Client()
 	kubectl := os.Getenv("KUBECTL_BIN")
 	if kubectl == "" {
 		t.Fatal("KUBECTL_BIN is unset: eval \"$(bash hack/tools.sh env)\"")
 	}
 
 	// Setup, as uptest's --setup-script.
-	setup := exec.CommandContext(t.Context(), "bash", filepath.Join(env.rootDir, "examples", "provider", "setup.sh"))
+	setup := exec.CommandContext(t.Context(), "bash", filepath.Join(suite.root, "examples", "provider", "setup.sh"))
 	setup.Env = append(os.Environ(),
-		"KUBECONFIG="+c.Kubeconfig,
+		"KUBECONFIG="+suite.c.Kubeconfig,
 		"PATH="+filepath.Dir(kubectl)+":"+os.Getenv("PATH"),
-		"WIDGET_API_ENDPOINT="+env.apiURL,
-		"WIDGET_API_TOKEN="+token,
+		"WIDGET_API_ENDPOINT="+suite.widgets.URL,
+		"WIDGET_API_TOKEN="+apiToken,
 	)
 	out, err := setup.CombinedOutput()
 	if err != nil {
 		t.Fatalf("examples/provider/setup.sh: %v\n%s", err, out)
 	}
-	if strings.Contains(string(out), token) {
+	if strings.Contains(string(out), apiToken) {
 		t.Errorf("examples/provider/setup.sh printed the token:\n%s", out)
 	}
 	t.Logf("examples/provider/setup.sh: %s", strings.TrimSpace(string(out)))
 
 	var mrs []*unstructured.Unstructured
 	for _, f := range []string{"widget.yaml", "cluster-widget.yaml"} {
-		objs, err := platform.ReadObjects(filepath.Join(env.rootDir, "examples", "provider", f))
+		objs, err := platform.ReadObjects(filepath.Join(suite.root, "examples", "provider", f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +86,9 @@ func TestUptestPhases(t *testing.T) {
 			t.Fatalf("cannot apply %s %s: %v", mr.GetKind(), platform.Name(mr), err)
 		}
 	}
-	waitReady(t, kc, 3*time.Minute, mrs...)
+	for _, mr := range mrs {
+		s.waitReady(mr)
+	}
 	t.Logf("apply: %d managed resources Ready", len(mrs))
 
 	// Update.
@@ -99,7 +105,7 @@ func TestUptestPhases(t *testing.T) {
 		if err := kc.Patch(t.Context(), mr.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
 			t.Fatal(err)
 		}
-		wait.For(t, 2*time.Minute, mr.GetKind()+" "+platform.Name(mr)+" to show the update in status.atProvider", func() error {
+		s.eventually(mr.GetKind()+" "+platform.Name(mr)+" to show the update in status.atProvider", func() error {
 			u := get(t, kc, mr)
 			at, _, _ := unstructured.NestedMap(u.Object, "status", "atProvider")
 			if !subset(any(want), any(at)) {
@@ -118,9 +124,13 @@ func TestUptestPhases(t *testing.T) {
 		annotate(t, kc, mr, `{"metadata":{"annotations":{"crossplane.io/paused":"true"}}}`)
 	}
 	scaleProvider(t, kc, 0)
-	wait.For(t, 2*time.Minute, "no provider-widget pod, not even a terminating one", func() error {
-		if pods := providerPods(t, kc); len(pods) > 0 {
-			return fmt.Errorf("%d pods, such as %s", len(pods), pods[0].Name)
+	s.eventually("no provider-widget pod, not even a terminating one", func() error {
+		pods := &corev1.PodList{}
+		if err := kc.List(t.Context(), pods, client.InNamespace(cluster.CrossplaneNamespace), client.MatchingLabels{"pkg.crossplane.io/provider": platform.ProviderName}); err != nil {
+			return err
+		}
+		if len(pods.Items) > 0 {
+			return fmt.Errorf("%d pods, such as %s", len(pods.Items), pods.Items[0].Name)
 		}
 		return nil
 	})
@@ -143,7 +153,9 @@ func TestUptestPhases(t *testing.T) {
 	for _, mr := range mrs {
 		annotate(t, kc, mr, `{"metadata":{"annotations":{"crossplane.io/paused":null}}}`)
 	}
-	waitReady(t, kc, 3*time.Minute, mrs...)
+	for _, mr := range mrs {
+		s.waitReady(mr)
+	}
 	t.Logf("MEASURED import: every managed resource Ready again %s after the provider was scaled back up", time.Since(scaledUp).Round(100*time.Millisecond))
 	for _, mr := range mrs {
 		id, _, _ := unstructured.NestedString(get(t, kc, mr).Object, "status", "atProvider", "id")
@@ -159,7 +171,7 @@ func TestUptestPhases(t *testing.T) {
 		}
 	}
 	for _, mr := range mrs {
-		wait.For(t, 2*time.Minute, mr.GetKind()+" "+platform.Name(mr)+" gone", func() error {
+		s.eventually(mr.GetKind()+" "+platform.Name(mr)+" gone", func() error {
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(mr.GroupVersionKind())
 			err := kc.Get(t.Context(), client.ObjectKeyFromObject(mr), u)
