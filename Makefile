@@ -127,20 +127,21 @@ checks-and-unit:
 # 10: on a fresh machine TestPackages cross-compiles every dependency for
 # arm64 first.
 .PHONY: unit
-unit: ## Run go test ./... except the e2e suite and the demo's test (with -race); the integration tiers find binaries via hack/tools.sh env.
-	eval "$$($(TOOLS) env)" && E2E_NODE=$(E2E_NODE) $(GO) test $(GO_TEST_FLAGS) -p 4 -timeout 30m $$($(GO) list ./... | grep -v -e '/test/e2e$$' -e '/test/demo$$')
+unit: ## Run go test ./... except what runs a real node (the e2e suite, the demo's test, test/lib/node and test/lib/cluster; with -race); the integration tiers find binaries via hack/tools.sh env.
+	eval "$$($(TOOLS) env)" && E2E_NODE=$(E2E_NODE) $(GO) test $(GO_TEST_FLAGS) -p 4 -timeout 30m $$($(GO) list ./... | grep -v -e '/test/e2e$$' -e '/test/demo$$' -e '/test/lib/node$$' -e '/test/lib/cluster$$')
 
 .PHONY: e2e
 e2e: node-preflight tools ## End-to-end suite on a real one-node cluster (kubelet, containerd, Crossplane from its Helm chart; as root): make demo's program, then packages installed by Crossplane's package manager, claims and XWidgets Ready, drift, crashes, failover, OOM kill, rolling update, API server restart, identity, deletion.
 	@# Only this machine's architecture: the suite runs these packages' images.
 	$(MAKE) xpkg XPKG_ARCHS=$$($(GO) env GOARCH) VERSION=$(VERSION)
-	@# One node at a time on a machine: the demo's test, then the suite.
-	eval "$$($(TOOLS) env)" && E2E_NODE=$(E2E_NODE) $(GO) test $(GO_TEST_FLAGS) -p 1 -v -timeout 30m ./test/demo ./test/e2e
+	@# One node at a time on a machine: the node and cluster libraries'
+	@# tests, the demo's, then the suite.
+	eval "$$($(TOOLS) env)" && E2E_NODE=$(E2E_NODE) $(GO) test $(GO_TEST_FLAGS) -p 1 -v -timeout 30m ./test/lib/node ./test/lib/cluster ./test/demo ./test/e2e
 
 .PHONY: e2e-upgrade
-e2e-upgrade: tools ## Upgrade a control plane from the v1alpha1-only packages (built from git) to this tree's: nothing lost or re-created, both API versions readable, storage migrated, webhook outage (~5 min; not part of make test).
+e2e-upgrade: node-preflight tools ## Upgrade a real one-node cluster (as root) from the v1alpha1-only packages (built from git) to this tree's: nothing lost or re-created, both API versions readable, storage migrated, webhook outage (~5 min; not part of make test).
 	$(MAKE) xpkg XPKG_ARCHS=$$($(GO) env GOARCH) VERSION=$(VERSION)
-	eval "$$($(TOOLS) env)" && E2E_API_UPGRADE=1 $(GO) test -count=1 -v -timeout 40m ./test/upgrade
+	eval "$$($(TOOLS) env)" && E2E_NODE=1 E2E_API_UPGRADE=1 $(GO) test -count=1 -v -timeout 40m ./test/upgrade
 
 FUZZTIME ?= 30s
 
@@ -153,10 +154,10 @@ render-update: ## Regenerate the golden crossplane render output of the examples
 	eval "$$($(TOOLS) env)" && $(GO) test ./function -run TestRender -update
 
 .PHONY: bench
-bench: build ## Run the benchmarks and write _output/bench/benchmarks.md (not part of make test; WIDGET_BENCH_N=1000 for the full provider run).
+bench: node-preflight build ## Run the benchmarks and write _output/bench/benchmarks.md (not part of make test; its end-to-end sections run a real one-node cluster, as root; WIDGET_BENCH_N=1000 for the full provider run).
 	$(GO) test -run '^$$' -bench . -benchmem ./widgetapi/server/ ./function/
 	$(TOOLS) all
-	eval "$$($(TOOLS) env)" && WIDGET_BENCH=1 $(GO) test -count=1 -timeout 30m -run TestBenchmarks -v ./test/bench/
+	eval "$$($(TOOLS) env)" && E2E_NODE=1 WIDGET_BENCH=1 $(GO) test -count=1 -timeout 30m -run TestBenchmarks -v ./test/bench/
 
 ##@ Run
 

@@ -192,8 +192,8 @@ tool_recipe() {
 		# webhooks enabled, WEBHOOK_CONFIGS_PATH); the release image ships
 		# them as /crds and /webhookconfigurations. Take them from the very
 		# module version the binary is built from.
-		# The Helm chart's RBAC templates give core and the RBAC manager
-		# their ServiceAccounts and permissions in the harness.
+		# The Helm chart of the same version installs core on the real
+		# node (test/lib/cluster).
 		T_EXTRAS="crds webhookconfigurations charts"
 		;;
 	crossplane-patched)

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package bench measures function-widget and provider-widget and writes a
 // report for docs/benchmarks.md. Everything lives in its tests, which skip
 // unless WIDGET_BENCH=1, so `go test ./...` stays fast:

@@ -1,3 +1,5 @@
+//go:build linux
+
 package bench
 
 import (
@@ -41,7 +43,7 @@ func installPolicy(ctx context.Context, t *testing.T, e *e2eEnv) {
 	ec.SetKind("EnvironmentConfig")
 	ec.SetName("widget-policy-" + e2eNamespace)
 	ec.SetLabels(map[string]string{"fn.widgetco.io/widget-policy": "true"})
-	if err := platform.Create(ctx, e.h.Client(), append(objs, ec)...); err != nil {
+	if err := platform.Create(ctx, e.c.Client(), append(objs, ec)...); err != nil {
 		t.Fatal(err)
 	}
 }

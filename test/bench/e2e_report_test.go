@@ -1,3 +1,5 @@
+//go:build linux
+
 package bench
 
 import (
@@ -25,21 +27,18 @@ func e2eMarkdown(t *testing.T, b *bench, e *e2eEnv, rs []*e2eRun) string {
 	w := func(format string, a ...any) { fmt.Fprintf(&doc, format, a...) }
 	r := rs[len(rs)-1]
 
-	w("## End to end: %s to Ready on the local control plane\n\n", r.counts())
+	w("## End to end: %s to Ready on a real one-node cluster\n\n", r.counts())
 	w("`WIDGET_BENCH_ONLY=e2e`; N from `WIDGET_BENCH_E2E_N` (default 100), runs from `WIDGET_BENCH_E2E_RUNS` (default 1)")
 	if r.mixed() {
 		w(",\nkinds from `WIDGET_BENCH_E2E_MIX` (`half`: claims and namespaced XWidgets in turn, half of N each)")
 	}
 	w(".\n")
-	w("The local control plane of `make demo` and the e2e suite (test/harness, set up by test/lib/platform as the\n")
-	w("suite does), started afresh for each run: envtest kube-apiserver v1.35.4 + etcd, ")
-	if e.kcm {
-		w("kube-controller-manager (garbage\ncollector and namespace controllers), ")
-	}
-	w("Crossplane core v2.4.2 outside a cluster with its default flags\n")
-	w("(`core start --package-runtime=Deployment` with its webhooks, plus cache, TLS and port flags; no\n")
-	w("`--debug`)%s, and provider-widget and function-widget installed through Crossplane's package manager from\n", flagsNote("WIDGET_BENCH_E2E_CORE_ARGS", "and"))
-	w("%s, their runtimes played by the harness: the binaries of the working tree (`go build`) with\n", pkgNames(e.pkgs))
+	w("The real one-node cluster of `make demo` and the e2e suite (test/lib/cluster, set up by test/lib/platform as\n")
+	w("the suite does), started afresh for each run: etcd, kube-apiserver, kube-controller-manager and\n")
+	w("kube-scheduler v1.35.4, kubelet on containerd and runc, kube-proxy and CoreDNS; Crossplane core v2.4.2\n")
+	w("installed from its Helm chart with the chart's defaults (a 500m CPU and 1Gi memory limit on core)%s,\n", flagsNote("WIDGET_BENCH_E2E_CORE_ARGS", "and"))
+	w("and provider-widget and function-widget installed through Crossplane's package manager from\n")
+	w("%s and run by kubelet with examples/runtime's DeploymentRuntimeConfigs: the working tree's images,\n", pkgNames(e.pkgs))
 	w("default flags apart from metrics and health addresses (no `--debug`)%s. The XWidget APIs and ProviderConfigs\n", flagsNote("WIDGET_BENCH_E2E_PROVIDER_ARGS", ", the provider"))
 	w("come from examples/ (%s). The reference Widget API runs in the\n", r.compositions(e.root))
 	w("benchmark's process with **zero provisioning delay and no rate limit**, so what is measured is the control\n")
@@ -148,7 +147,7 @@ func (r *e2eRun) details(t *testing.T, b *bench, e *e2eEnv) string {
 	if len(r.toReady) > 0 {
 		r.writePlot(t, b, w)
 	}
-	w("Setting up (build, start, install, publish) took %s; the harness's logs are in `_output/bench/e2e-harness/logs`.\n", secs(e.setup))
+	w("Setting up (build, start, install, publish) took %s; the cluster's logs are in `%s/logs` until the next run.\n", secs(e.setup), e2eDir)
 	return doc.String()
 }
 

@@ -1,3 +1,5 @@
+//go:build linux
+
 package bench
 
 import (
@@ -108,7 +110,7 @@ func (e *e2eEnv) run(t *testing.T, n int, steady time.Duration, mix []*e2eKind) 
 	kinds := e.kinds(t, mix)
 	r := newRun(n, steady, kinds)
 	for _, ns := range []string{e2eWarmupNS, e2eNamespace} {
-		if err := platform.EnsureNamespace(ctx, e.h.Client(), ns); err != nil {
+		if err := platform.EnsureNamespace(ctx, e.c.Client(), ns); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -150,7 +152,7 @@ func (e *e2eEnv) run(t *testing.T, n int, steady time.Duration, mix []*e2eKind) 
 		}
 	}
 	if os.Getenv("WIDGET_AUDIT_BODIES") != "" {
-		w, err := e.h.Writes()
+		w, err := e.c.Writes()
 		if err != nil {
 			t.Errorf("cannot count writes from the audit log: %v", err)
 		}
@@ -197,7 +199,7 @@ func (e *e2eEnv) warmUp(ctx context.Context, t *testing.T, w *unstructured.Unstr
 func (r *e2eRun) burst(t *testing.T, e *e2eEnv, tl *timeline) (map[string]time.Time, time.Time) {
 	t.Helper()
 	r.core.before, r.fn.before, r.prov.before, r.apisrv.before = e.scrapeAll(t)
-	api0, _, _ := widgetAPIRequests(e.h.WidgetAPI().Server)
+	api0, _, _ := widgetAPIRequests(e.widgets.Server)
 	c0 := cpuSnapshot(r.procs)
 	start := time.Now()
 	sent, createFor := createAll(t, e.kube, r.n, e2eWorkers, func(i int) client.Object {
@@ -210,7 +212,7 @@ func (r *e2eRun) burst(t *testing.T, e *e2eEnv, tl *timeline) (map[string]time.T
 	end := time.Now()
 	c1 := cpuSnapshot(r.procs)
 	r.core.after, r.fn.after, r.prov.after, r.apisrv.after = e.scrapeAll(t)
-	api1, _, _ := widgetAPIRequests(e.h.WidgetAPI().Server)
+	api1, _, _ := widgetAPIRequests(e.widgets.Server)
 	r.cpuRun = cpuDelta(c0, c1)
 	r.widgetAPI = map[string]float64{}
 	for k, v := range api1 {
@@ -272,12 +274,12 @@ func waitAllReady(t *testing.T, tl *timeline, start time.Time) bool {
 func (r *e2eRun) measureSteady(t *testing.T, e *e2eEnv) {
 	t.Helper()
 	r.coreSty.before, r.fnSty.before, _, r.apisrvSty.before = e.scrapeAll(t)
-	_, tot0, _ := widgetAPIRequests(e.h.WidgetAPI().Server)
+	_, tot0, _ := widgetAPIRequests(e.widgets.Server)
 	c0 := cpuSnapshot(r.procs)
 	time.Sleep(r.steady)
 	c1 := cpuSnapshot(r.procs)
 	r.coreSty.after, r.fnSty.after, _, r.apisrvSty.after = e.scrapeAll(t)
-	_, tot1, _ := widgetAPIRequests(e.h.WidgetAPI().Server)
+	_, tot1, _ := widgetAPIRequests(e.widgets.Server)
 	r.cpuSty = cpuDelta(c0, c1)
 	r.widgetAPISty = tot1 - tot0
 }
@@ -310,7 +312,7 @@ func (r *e2eRun) explainNotReady(ctx context.Context, t *testing.T, e *e2eEnv, s
 		}
 		tl.mu.Unlock()
 	}
-	if d, err := e.h.DumpDiagnostics(ctx, ""); err == nil {
+	if d, err := e.c.DumpDiagnostics(ctx, ""); err == nil {
 		t.Logf("e2e: diagnostics in %s", d)
 	}
 }

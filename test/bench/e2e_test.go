@@ -1,3 +1,5 @@
+//go:build linux
+
 package bench
 
 import (
@@ -66,8 +68,8 @@ var e2eStages = []string{stXR, stWidget, stWidgetReady, stKey, stKeyReady, stXRR
 var e2ePath = []string{stXR, stWidget, stWidgetReady, stKey, stXRReady, stReady}
 
 // e2eSection: N claims (or, with WIDGET_BENCH_E2E_MIX=half, claims and
-// namespaced XWidgets) to Ready on the local control plane (test/harness,
-// as the e2e suite and make demo run it), with the CPU time every process
+// namespaced XWidgets) to Ready on a real one-node cluster
+// (test/lib/cluster, as the e2e suite and make demo run it), with the CPU time every process
 // of the control plane spends on them.
 func e2eSection(t *testing.T, b *bench) string {
 	n := envInt("WIDGET_BENCH_E2E_N", 100)

@@ -1,3 +1,5 @@
+//go:build linux
+
 package bench
 
 import (
@@ -16,7 +18,6 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
-	"github.com/widgetco/crossplane-widget/test/harness"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 )
 
@@ -168,11 +169,11 @@ func installPT(ctx context.Context, t *testing.T, e *e2eEnv) {
 		t.Fatalf("the pt variant needs the peer functions (bash hack/tools.sh %s %s; eval \"$(bash hack/tools.sh env)\"): %v", fnPT, fnAutoReady, peerPackages.err)
 	}
 	for _, f := range []struct{ name, tag string }{{fnPT, "v0.5.0"}, {fnAutoReady, "v0.6.0"}} {
-		ref, err := e.h.PushPackage(ctx, peerPackages.pkgs[f.name], f.name+":"+f.tag)
+		ref, err := e.c.PushPackage(ctx, peerPackages.pkgs[f.name], f.name+":"+f.tag)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.h.InstallFunction(ctx, f.name, ref, harness.InstallOptions{}); err != nil {
+		if _, err := e.c.InstallFunction(ctx, f.name, ref, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -180,16 +181,16 @@ func installPT(ctx context.Context, t *testing.T, e *e2eEnv) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := platform.Create(ctx, e.h.Client(), objs...); err != nil {
+	if err := platform.Create(ctx, e.c.Client(), objs...); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // buildPeers packages the peer functions' binaries into dir.
 func buildPeers(ctx context.Context, dir string) (map[string]string, error) {
-	tools, err := harness.ToolsFromEnv()
-	if err != nil {
-		return nil, errors.Wrap(err, "cannot find the tools")
+	crank := os.Getenv("CRANK_BIN")
+	if crank == "" {
+		return nil, errors.New("CRANK_BIN is unset: eval \"$(bash hack/tools.sh env)\"")
 	}
 	pkgs := map[string]string{}
 	for _, f := range []struct{ name, env string }{{fnPT, "FUNCTION_PATCH_AND_TRANSFORM_BIN"}, {fnAutoReady, "FUNCTION_AUTO_READY_BIN"}} {
@@ -197,7 +198,7 @@ func buildPeers(ctx context.Context, dir string) (map[string]string, error) {
 		if bin == "" {
 			return nil, errors.Errorf("%s is unset", f.env)
 		}
-		p, err := harness.BuildFunction(ctx, tools.Crank, dir, f.name, bin)
+		p, err := platform.BuildFunction(ctx, crank, dir, f.name, bin)
 		if err != nil {
 			return nil, errors.Wrapf(err, "cannot build the %s package", f.name)
 		}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package bench
 
 import (
@@ -31,7 +33,7 @@ type failover struct {
 }
 
 // failoverSection kills the leading provider replica (SIGKILL) repeatedly on
-// the local control plane, with the shipped DeploymentRuntimeConfig (two
+// the real one-node cluster, with the shipped DeploymentRuntimeConfig (two
 // replicas, leader election), and measures how long until another replica
 // leads and until a claim created right after the kill is Ready.
 func failoverSection(t *testing.T, b *bench) string {
@@ -39,7 +41,7 @@ func failoverSection(t *testing.T, b *bench) string {
 	env := startE2E(t, b, "--lease-duration="+failoverLease.String(), "--renew-deadline="+failoverRenew.String())
 	defer env.stop()
 	ctx := t.Context()
-	if err := platform.EnsureNamespace(ctx, env.h.Client(), failoverNS); err != nil {
+	if err := platform.EnsureNamespace(ctx, env.c.Client(), failoverNS); err != nil {
 		t.Fatal(err)
 	}
 	claim := env.claimMaker(t)
@@ -62,7 +64,7 @@ func failoverSection(t *testing.T, b *bench) string {
 // c to be Ready; then for both replicas to be ready again.
 func (e *e2eEnv) failOver(ctx context.Context, c *unstructured.Unstructured) (failover, error) {
 	var f failover
-	leader, err := e.p.Leader(ctx)
+	leader, err := e.leader(ctx)
 	if err != nil {
 		return f, err
 	}
@@ -98,13 +100,8 @@ func (e *e2eEnv) failOver(ctx context.Context, c *unstructured.Unstructured) (fa
 	return f, nil
 }
 
-func (e *e2eEnv) leaseHolder(ctx context.Context) string {
-	h, _ := e.p.LeaseHolder(ctx)
-	return h
-}
-
 func allReady(e *e2eEnv) bool {
-	pods := e.p.Provider.Pods()
+	pods := e.provider.Pods()
 	for _, p := range pods {
 		if !p.Ready() {
 			return false
@@ -123,11 +120,11 @@ func failoverMarkdown(fs []failover) string {
 		ready = append(ready, f.ready)
 	}
 	w("## Provider leader failover\n\n")
-	w("provider-widget as `examples/runtime` runs it (two replicas, `--leader-election`) on the local control\n")
-	w("plane, with `--lease-duration=%s --renew-deadline=%s` (the e2e suite's; the defaults are 60s and 50s)\n", failoverLease, failoverRenew)
+	w("provider-widget as `examples/runtime` runs it (two replicas, `--leader-election`) on the real one-node\n")
+	w("cluster, with `--lease-duration=%s --renew-deadline=%s` (the e2e suite's; the defaults are 60s and 50s)\n", failoverLease, failoverRenew)
 	w("and `--retry-period=2s`. Each run sends SIGKILL to the leading replica's container, creates a claim at\n")
 	w("once, and measures until another identity holds the lease and until that claim is Ready; then it waits for\n")
-	w("both replicas to be ready again (the node restarts the killed container). %d runs, load average %s.\n\n", len(fs), loadAvg())
+	w("both replicas to be ready again (kubelet restarts the killed container). %d runs, load average %s.\n\n", len(fs), loadAvg())
 	w("| | median | min | max |\n|---|---:|---:|---:|\n")
 	w("| new leader after the kill | %s | %s | %s |\n", secs(medianD(take)), secs(quantile(take, 0)), secs(quantile(take, 1)))
 	w("| claim created at the kill Ready | %s | %s | %s |\n\n", secs(medianD(ready)), secs(quantile(ready, 0)), secs(quantile(ready, 1)))

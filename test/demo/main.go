@@ -30,10 +30,10 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
-	"github.com/widgetco/crossplane-widget/test/harness"
 	"github.com/widgetco/crossplane-widget/test/lib/cluster"
 	"github.com/widgetco/crossplane-widget/test/lib/node"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
+	"github.com/widgetco/crossplane-widget/test/lib/widgetserver"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
 
@@ -120,7 +120,7 @@ func run(c *cli) error { // A linear sequence of steps.
 	if _, err := cl.InstallCrossplane(ctx, cluster.Crossplane{Bin: crossplane, Version: "v2.4.2", Args: platform.CoreArgs()}); err != nil {
 		return interrupted(err)
 	}
-	api, err := harness.StartWidgetAPI(server.Options{
+	api, err := widgetserver.Start(server.Options{
 		Tokens:         map[string]string{demoToken: demoProject},
 		ProvisionDelay: 3 * time.Second,
 		ResizeDelay:    3 * time.Second,
@@ -136,7 +136,7 @@ func run(c *cli) error { // A linear sequence of steps.
 		provArgs = append(provArgs, "--debug")
 	}
 	say("Publishing provider-widget, function-widget and configuration-widget %s to the cluster's registry %s, then installing only the Configuration: Crossplane's package manager resolves and installs the provider and the function ...", pkgs.Version, platform.Registry(cl))
-	if err := platform.InstallInto(ctx, cl, api.URL, platform.Options{
+	if err := platform.Install(ctx, cl, api.URL, platform.Options{
 		Root: root, Packages: pkgs, Crank: crank, Token: demoToken, ProviderArgs: provArgs, Log: log,
 	}); err != nil {
 		return interrupted(err)
@@ -197,7 +197,7 @@ func claimDir(dir string) error {
 	default:
 		return errors.Wrap(err, "cannot read the demo's pid file")
 	}
-	if err := harness.RemoveDir(dir); err != nil {
+	if err := node.RemoveDir(dir); err != nil {
 		return errors.Wrap(err, "cannot remove the previous demo's directory")
 	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
@@ -219,7 +219,7 @@ func rel(root, path string) string {
 	return path
 }
 
-// progressHandler prints the harness's progress as indented lines without
+// progressHandler prints the cluster's progress as indented lines without
 // timestamps: "  kube-apiserver ready duration=3.9s url=...".
 type progressHandler struct {
 	mu    *sync.Mutex

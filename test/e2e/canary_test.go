@@ -28,7 +28,7 @@ import (
 	clusterv1alpha1 "github.com/widgetco/crossplane-widget/apis/cluster/v1alpha1"
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 	namespacedv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
-	"github.com/widgetco/crossplane-widget/test/harness"
+	"github.com/widgetco/crossplane-widget/test/lib/leaks"
 )
 
 // keySecretShape matches the access key secrets the Widget API issues
@@ -156,7 +156,7 @@ func (l *secretLedger) finish() (keys []string, at map[string][]string) {
 // every access key secret the suite's Secrets ever held and every Widget API
 // token must appear only in the Secrets they belong in (misplacedSecrets) -
 // in no process's log, event, condition, status or other object (see
-// harness.FindLeaks). It returns an error listing where they appeared, by
+// leaks.Scan). It returns an error listing where they appeared, by
 // fingerprint, never the secrets themselves.
 func checkSecrets(ctx context.Context, l *secretLedger) error {
 	keys, at := l.finish()
@@ -164,39 +164,39 @@ func checkSecrets(ctx context.Context, l *secretLedger) error {
 	if err != nil {
 		return err
 	}
-	leaks := misplacedSecrets(keys, l.tokens, at, credentials, suite.c.Namespace())
+	found := misplacedSecrets(keys, l.tokens, at, credentials, suite.c.Namespace())
 	// A projected token belongs in its pod's volume, in no Secret.
 	projected, tokenCanaries := projectedTokenCanaries()
-	leaks = append(leaks, misplacedSecrets(nil, projected, at, nil, suite.c.Namespace())...)
+	found = append(found, misplacedSecrets(nil, projected, at, nil, suite.c.Namespace())...)
 
-	canaries := []harness.Canary{{Kind: "key-shaped string", Pattern: keySecretShape}}
+	canaries := []leaks.Canary{{Kind: "key-shaped string", Pattern: keySecretShape}}
 	canaries = append(canaries, tokenCanaries...)
 	for _, t := range l.tokens {
-		canaries = append(canaries, harness.Canary{Kind: "Widget API token", Value: t})
+		canaries = append(canaries, leaks.Canary{Kind: "Widget API token", Value: t})
 	}
 	for _, k := range keys {
-		canaries = append(canaries, harness.Canary{Kind: "access key secret", Value: k})
+		canaries = append(canaries, leaks.Canary{Kind: "access key secret", Value: k})
 	}
 	// The loopback registry's password: only in its pull Secrets.
-	canaries = append(canaries, harness.Canary{Kind: "registry password", Value: suite.c.Registry.Auth.Password})
-	scan, err := harness.ScanForLeaks(ctx, suite.c.Kube.Config, suite.c.LogDirs(), harness.NewLeakScanner(canaries...))
-	leaks = append(leaks, scan.Leaks...)
+	canaries = append(canaries, leaks.Canary{Kind: "registry password", Value: suite.c.Registry.Auth.Password})
+	scan, err := leaks.Scan(ctx, suite.c.Kube.Config, suite.c.LogDirs(), leaks.NewScanner(canaries...))
+	found = append(found, scan.Leaks...)
 	fmt.Printf("E2E SECRETS: looked for %d access key secrets, %d Widget API token(s), %d ServiceAccount tokens (%d projected), the registry password and key-shaped strings in %d logs and %d objects (every type but Secrets), and checked the Secrets holding them: %d leaks\n",
-		len(keys), len(l.tokens), len(tokenCanaries), len(projected), scan.Logs, scan.Objects, len(leaks))
+		len(keys), len(l.tokens), len(tokenCanaries), len(projected), scan.Logs, scan.Objects, len(found))
 	if err != nil {
-		return errors.Wrap(err, "cannot look everywhere for leaked secrets; run the suite again, and if this persists fix the scan (test/harness/leaks.go)")
+		return errors.Wrap(err, "cannot look everywhere for leaked secrets; run the suite again, and if this persists fix the scan (test/lib/leaks)")
 	}
 	if len(keys) == 0 {
 		fmt.Println("E2E SECRETS: no scenario that ran created an access key, so only the token and key-shaped strings were looked for")
 	}
-	if len(leaks) == 0 {
+	if len(found) == 0 {
 		return nil
 	}
 	b := &strings.Builder{}
-	fmt.Fprintf(b, "SECRET LEAKS: %d places hold an access key secret or Widget API token they must not (secrets are named by the first 12 hex digits of their SHA-256; the run's logs/ directory is kept):", len(leaks))
-	for i, lk := range leaks {
+	fmt.Fprintf(b, "SECRET LEAKS: %d places hold an access key secret or Widget API token they must not (secrets are named by the first 12 hex digits of their SHA-256; the run's logs/ directory is kept):", len(found))
+	for i, lk := range found {
 		if i == maxLeaksReported {
-			fmt.Fprintf(b, "\n  ... and %d more", len(leaks)-i)
+			fmt.Fprintf(b, "\n  ... and %d more", len(found)-i)
 			break
 		}
 		fmt.Fprintf(b, "\n  %s", lk)
@@ -244,12 +244,12 @@ func credentialSecrets(ctx context.Context) (map[string]bool, error) {
 //     the legacy claims' composites and managed resources write theirs.
 //
 // at maps each secret to the Secrets holding it.
-func misplacedSecrets(keys, tokens []string, at map[string][]string, credentials map[string]bool, crossplaneNS string) []harness.Leak {
-	var out []harness.Leak
+func misplacedSecrets(keys, tokens []string, at map[string][]string, credentials map[string]bool, crossplaneNS string) []leaks.Leak {
+	var out []leaks.Leak
 	for _, t := range tokens {
 		for _, s := range at[t] {
 			if !credentials[s] {
-				out = append(out, harness.Leak{Canary: "Widget API token " + harness.Fingerprint(t), Where: "Secret " + s + ", which no provider config takes its token from", Form: "verbatim"})
+				out = append(out, leaks.Leak{Canary: "Widget API token " + leaks.Fingerprint(t), Where: "Secret " + s + ", which no provider config takes its token from", Form: "verbatim"})
 			}
 		}
 	}
@@ -261,7 +261,7 @@ func misplacedSecrets(keys, tokens []string, at map[string][]string, credentials
 			}
 		}
 		if len(namespaces) > 1 {
-			out = append(out, harness.Leak{Canary: "access key secret " + harness.Fingerprint(k), Where: "Secrets of " + strings.Join(slices.Sorted(maps.Keys(namespaces)), " and ") + " (" + strings.Join(at[k], ", ") + "), but a key belongs to one namespace", Form: "verbatim"})
+			out = append(out, leaks.Leak{Canary: "access key secret " + leaks.Fingerprint(k), Where: "Secrets of " + strings.Join(slices.Sorted(maps.Keys(namespaces)), " and ") + " (" + strings.Join(at[k], ", ") + "), but a key belongs to one namespace", Form: "verbatim"})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Canary < out[j].Canary })
@@ -286,7 +286,7 @@ func TestMisplacedSecrets(t *testing.T) {
 		reason string
 		keys   []string
 		at     map[string][]string
-		want   []harness.Leak
+		want   []leaks.Leak
 	}{
 		"WhereTheyBelong": {
 			reason: "Tokens in provider configs' Secrets and keys in their own tenant's Secrets (a legacy claim's also in Crossplane's namespace) are where they belong.",
@@ -305,7 +305,7 @@ func TestMisplacedSecrets(t *testing.T) {
 				token: {"crossplane-system/widget-api-token", "team-a/web-connection"},
 				keyA:  {"team-a/web-key-0"},
 			},
-			want: []harness.Leak{{Canary: "Widget API token sha256:1f73a9fc1093", Where: "Secret team-a/web-connection, which no provider config takes its token from", Form: "verbatim"}},
+			want: []leaks.Leak{{Canary: "Widget API token sha256:1f73a9fc1093", Where: "Secret team-a/web-connection, which no provider config takes its token from", Form: "verbatim"}},
 		},
 		"KeyInAnotherTenantsSecret": {
 			reason: "Team b's key in a Secret of team a's crossed tenants: misplaced.",
@@ -314,7 +314,7 @@ func TestMisplacedSecrets(t *testing.T) {
 				keyA: {"team-a/web-key-0"},
 				keyB: {"team-a/stolen", "team-b/ci-key", "crossplane-system/copy"},
 			},
-			want: []harness.Leak{{Canary: "access key secret sha256:42ef086c680d", Where: "Secrets of team-a and team-b (team-a/stolen, team-b/ci-key, crossplane-system/copy), but a key belongs to one namespace", Form: "verbatim"}},
+			want: []leaks.Leak{{Canary: "access key secret sha256:42ef086c680d", Where: "Secrets of team-a and team-b (team-a/stolen, team-b/ci-key, crossplane-system/copy), but a key belongs to one namespace", Form: "verbatim"}},
 		},
 	}
 	for name, tc := range cases {

@@ -29,9 +29,10 @@ import (
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	namespacedv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
 	namespacedv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
-	"github.com/widgetco/crossplane-widget/test/harness"
 	"github.com/widgetco/crossplane-widget/test/lib/cluster"
+	"github.com/widgetco/crossplane-widget/test/lib/leaks"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
+	"github.com/widgetco/crossplane-widget/test/lib/widgetserver"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/server/idtoken"
 )
@@ -58,8 +59,8 @@ const (
 )
 
 // clusterIdentity is what the suite's Widget API trusts.
-func clusterIdentity() *harness.ClusterIdentity {
-	return &harness.ClusterIdentity{
+func clusterIdentity() *widgetserver.ClusterIdentity {
+	return &widgetserver.ClusterIdentity{
 		Audience: identityAudience,
 		Subjects: []idtoken.Subject{
 			{Subject: "system:serviceaccount:" + cluster.CrossplaneNamespace + ":*", Project: identityProject, Role: idtoken.RoleEditor},
@@ -388,15 +389,15 @@ func label(ls []*dto.LabelPair, name string) string {
 
 // projectedTokenCanaries are the canaries of every projected token the node
 // wrote and every token scenarios put into Secrets.
-func projectedTokenCanaries() (projected []string, canaries []harness.Canary) {
+func projectedTokenCanaries() (projected []string, canaries []leaks.Canary) {
 	projected = suite.c.ProjectedTokens()
 	for _, t := range projected {
-		canaries = append(canaries, harness.Canary{Kind: "projected ServiceAccount token", Value: t})
+		canaries = append(canaries, leaks.Canary{Kind: "projected ServiceAccount token", Value: t})
 	}
 	teamTokens.mu.Lock()
 	defer teamTokens.mu.Unlock()
 	for _, t := range teamTokens.tokens {
-		canaries = append(canaries, harness.Canary{Kind: "ServiceAccount token", Value: t})
+		canaries = append(canaries, leaks.Canary{Kind: "ServiceAccount token", Value: t})
 	}
 	return projected, canaries
 }

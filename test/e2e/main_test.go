@@ -38,9 +38,9 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/widgetco/crossplane-widget/apis"
-	"github.com/widgetco/crossplane-widget/test/harness"
 	"github.com/widgetco/crossplane-widget/test/lib/cluster"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
+	"github.com/widgetco/crossplane-widget/test/lib/widgetserver"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
@@ -77,7 +77,7 @@ var suite struct {
 	c    *cluster.Cluster
 	// widgets is the reference Widget API, served in-process on the node's
 	// address.
-	widgets *harness.WidgetAPI
+	widgets *widgetserver.Server
 	// provider and function are the packages' runtimes: their pods.
 	provider, function *cluster.Runtime
 	// pkgs are the provider and function packages installed, crank the
@@ -103,7 +103,7 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
-func run(m *testing.M) int {
+func run(m *testing.M) (code int) {
 	begin := time.Now()
 	flag.Parse()
 	parallelFlagSet := false
@@ -173,10 +173,11 @@ func run(m *testing.M) int {
 		err := suite.c.Stop()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "e2e: cannot stop the cluster:", err)
+			code = 1
 		}
 		if left := suite.c.Leftovers(); len(left) > 0 {
 			fmt.Fprintf(os.Stderr, "e2e: the cluster left behind:\n%s\n", strings.Join(left, "\n"))
-			passed = false
+			passed, code = false, 1
 		}
 		if passed && err == nil && os.Getenv("E2E_KEEP_DIR") == "" {
 			_ = os.RemoveAll(dir)
@@ -189,7 +190,7 @@ func run(m *testing.M) int {
 		Values: append([]string{
 			// No default ManagedResourceActivationPolicy (the chart's
 			// activates everything): provider-widget declares safe-start,
-			// so this proves the policy platform.InstallInto creates is
+			// so this proves the policy platform.Install creates is
 			// enough.
 			"provider.defaultActivations={}",
 			// Core's metrics, as a platform that scrapes them runs it.
@@ -201,11 +202,11 @@ func run(m *testing.M) int {
 	suite.c.WatchProjectedTokens(suite.ctx)
 	// Workload identity (identity_test.go): the Widget API trusts
 	// kube-apiserver's ServiceAccount tokens for its audience.
-	ids, err := harness.TrustCluster(ctx, suite.c.Client(), suite.c.Kube.Config, filepath.Join(dir, "kube-apiserver-ca.crt"), *clusterIdentity())
+	ids, err := widgetserver.TrustCluster(ctx, suite.c.Client(), suite.c.Kube.Config, filepath.Join(dir, "kube-apiserver-ca.crt"), *clusterIdentity())
 	if err != nil {
 		return fail(err)
 	}
-	suite.widgets, err = harness.StartWidgetAPI(server.Options{
+	suite.widgets, err = widgetserver.Start(server.Options{
 		Tokens:         apiTokens,
 		IdentityTokens: ids,
 		// Asynchronous like the real thing, but quick.
@@ -220,7 +221,7 @@ func run(m *testing.M) int {
 	startTook := time.Since(tStart)
 
 	tInstall := time.Now()
-	err = platform.InstallInto(ctx, suite.c, suite.widgets.URL, platform.Options{
+	err = platform.Install(ctx, suite.c, suite.widgets.URL, platform.Options{
 		Root:     suite.root,
 		Packages: pkgs,
 		Crank:    crank,
@@ -262,7 +263,7 @@ func run(m *testing.M) int {
 	}
 
 	tScenarios := time.Now()
-	code := m.Run()
+	code = m.Run()
 	// After every scenario, before the cluster goes: no secret may have
 	// reached a log, an event or an object's status.
 	checkCtx, checkCancel := context.WithTimeout(context.Background(), checkSecretsTimeout)

@@ -26,7 +26,6 @@ import (
 	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
 	pkgv1beta1 "github.com/crossplane/crossplane/apis/v2/pkg/v1beta1"
 
-	"github.com/widgetco/crossplane-widget/test/harness"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 )
 
@@ -354,7 +353,7 @@ func buildPackage(t *testing.T, s *scenario, dir, name, image, meta string) stri
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, name+".xpkg")
-	if err := harness.BuildPackage(s.ctx, suite.crank, harness.PackageBuild{Root: root, Out: out, EmbedRuntimeImageTarball: image}); err != nil {
+	if err := platform.BuildPackage(s.ctx, suite.crank, platform.PackageBuild{Root: root, Out: out, EmbedRuntimeImageTarball: image}); err != nil {
 		t.Fatalf("cannot build package %s (make e2e builds the runtime images into _output/image): %v", name, err)
 	}
 	return out

@@ -22,7 +22,7 @@ import (
 
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	namespacedv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
-	"github.com/widgetco/crossplane-widget/test/harness"
+	"github.com/widgetco/crossplane-widget/test/lib/leaks"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
@@ -172,7 +172,7 @@ func TestHostileTenant(t *testing.T) {
 	traces := b.traces(before, key)
 	for _, e := range admission {
 		// The request named team b's namespace; the answer need not.
-		for _, l := range harness.NewLeakScanner(traces[1:]...).Text("admission error", []byte(e)) {
+		for _, l := range leaks.NewScanner(traces[1:]...).Text("admission error", []byte(e)) {
 			t.Errorf("%s of team b's appears in %s", l.Canary, l.Where)
 		}
 	}
@@ -410,15 +410,15 @@ func (s *scenario) prize() (prizeState, string) {
 	}
 	p.Secret = map[string]string{}
 	for k, v := range sec.Data {
-		p.Secret[k] = harness.Fingerprint(string(v))
+		p.Secret[k] = leaks.Fingerprint(string(v))
 	}
 	return p, string(sec.Data["key"])
 }
 
 // traces are team b's data that must not reach team a. The first is team
 // b's namespace.
-func (s *scenario) traces(p prizeState, key string) []harness.Canary {
-	out := []harness.Canary{
+func (s *scenario) traces(p prizeState, key string) []leaks.Canary {
+	out := []leaks.Canary{
 		{Kind: "namespace", Value: s.ns},
 		{Kind: "widget ID", Value: p.Widget.ID},
 		{Kind: "endpoint", Value: p.Widget.Endpoint},
@@ -429,7 +429,7 @@ func (s *scenario) traces(p prizeState, key string) []harness.Canary {
 	}
 	for _, v := range p.Keys {
 		id, _, _ := strings.Cut(v, " ")
-		out = append(out, harness.Canary{Kind: "key ID", Value: id})
+		out = append(out, leaks.Canary{Kind: "key ID", Value: id})
 	}
 	return out
 }
@@ -438,9 +438,9 @@ func (s *scenario) traces(p prizeState, key string) []harness.Canary {
 // Widgets, WidgetKeys or events. The object named self named team b's
 // namespace itself, and so may its conditions and events; the other traces
 // it may not hold either.
-func (s *scenario) noTraces(traces []harness.Canary, self string) {
+func (s *scenario) noTraces(traces []leaks.Canary, self string) {
 	s.t.Helper()
-	all, butNamespace := harness.NewLeakScanner(traces...), harness.NewLeakScanner(traces[1:]...)
+	all, butNamespace := leaks.NewScanner(traces...), leaks.NewScanner(traces[1:]...)
 	ws, ks, es := &namespacedv1beta1.WidgetList{}, &namespacedv1beta1.WidgetKeyList{}, &corev1.EventList{}
 	for _, l := range []client.ObjectList{ws, ks, es} {
 		if err := suite.kube.List(s.ctx, l, client.InNamespace(s.ns)); err != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/widgetco/crossplane-widget/test/harness"
+	"github.com/widgetco/crossplane-widget/test/lib/platform"
 	"github.com/widgetco/crossplane-widget/test/upstream/staleconditions"
 )
 
@@ -30,7 +30,7 @@ func TestUpstreamStaleConditions(t *testing.T) {
 	if bin == "" {
 		t.Fatal("FUNCTION_PATCH_AND_TRANSFORM_BIN is unset: run `bash hack/tools.sh function-patch-and-transform` and eval \"$(bash hack/tools.sh env)\"")
 	}
-	xpkg, err := harness.BuildFunction(s.ctx, suite.crank, t.TempDir(), "function-patch-and-transform", bin)
+	xpkg, err := platform.BuildFunction(s.ctx, suite.crank, t.TempDir(), "function-patch-and-transform", bin)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,14 @@
 //   - wait: polling until a condition holds (Poll, For, Consistently);
 //   - proc: binaries built once per run, free loopback ports;
 //   - prom: scraping and summing Prometheus metrics;
-//   - test/harness (beside lib, on wait and proc): the local control plane;
-//   - platform (on the harness): the packages, ProviderConfig and
+//   - kube: etcd and kube-apiserver (envtest), with an admin client;
+//   - registry: a private OCI registry; audit: kube-apiserver's audit log;
+//   - node (on proc): containerd and kubelet on this machine; cluster (on
+//     kube, node, registry, audit): a real one-node cluster with Crossplane
+//     from its Helm chart;
+//   - widgetserver: the reference Widget API in the test's process; leaks:
+//     secrets where they must not be; diagnostics: a failed run's dump;
+//   - platform (on a cluster): the packages, ProviderConfig and
 //     Compositions a platform team installs on it.
 //
 // Every tier - the provider integration suite, the e2e suite, make demo and

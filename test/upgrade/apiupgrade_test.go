@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package upgrade_test upgrades a control plane running provider-widget and
 // function-widget of the last release with the v1alpha1-only API to the
 // packages of this tree (v1beta1, the storage version, and a conversion
@@ -5,9 +7,10 @@
 // re-created on the way.
 //
 // It builds the old packages from git (the parent of the commit that added
-// v1beta1) and runs its own control plane, so it takes a few minutes: set
-// E2E_API_UPGRADE=1 (`make e2e-upgrade`). It needs the tools of
-// `bash hack/tools.sh env` and the packages of `make xpkg`.
+// v1beta1) and runs its own one-node cluster (test/lib/cluster, as root),
+// so it takes a few minutes: set E2E_API_UPGRADE=1 (`make e2e-upgrade`). It
+// needs the tools of `bash hack/tools.sh env` and the packages of `make
+// xpkg`.
 package upgrade_test
 
 import (
@@ -16,6 +19,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +27,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	pkgv1beta1 "github.com/crossplane/crossplane/apis/v2/pkg/v1beta1"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -45,8 +51,9 @@ import (
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	namespacedv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
 	namespacedv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
-	"github.com/widgetco/crossplane-widget/test/harness"
+	"github.com/widgetco/crossplane-widget/test/lib/cluster"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
+	"github.com/widgetco/crossplane-widget/test/lib/widgetserver"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
@@ -75,8 +82,7 @@ type managed interface {
 type env struct {
 	t    *testing.T
 	ctx  context.Context
-	h    *harness.Harness
-	p    *platform.Platform
+	c    *cluster.Cluster
 	kube client.Client
 	api  *widgetapi.Client
 }
@@ -85,9 +91,13 @@ func TestAPIUpgrade(t *testing.T) {
 	if os.Getenv("E2E_API_UPGRADE") == "" {
 		t.Skip("set E2E_API_UPGRADE=1 (make e2e-upgrade): builds the previous API's packages from git and runs its own control plane")
 	}
-	tools, err := harness.ToolsFromEnv()
+	tools, err := cluster.Requirements()
 	if err != nil {
-		t.Skip("needs the tools of `bash hack/tools.sh env`: " + err.Error())
+		t.Fatalf("runs a real one-node cluster (as root, %s=1, eval \"$(bash hack/tools.sh env)\"): %v", cluster.EnableEnv, err)
+	}
+	crossplane, crank := os.Getenv("CROSSPLANE_BIN"), os.Getenv("CRANK_BIN")
+	if crossplane == "" || crank == "" {
+		t.Fatal("CROSSPLANE_BIN or CRANK_BIN is unset: eval \"$(bash hack/tools.sh env)\"")
 	}
 	root, err := platform.FindRoot()
 	if err != nil {
@@ -102,24 +112,25 @@ func TestAPIUpgrade(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
 	begin := time.Now()
-	oldRoot, old := buildOld(ctx, t, root, tools.Crank)
+	oldRoot, old := buildOld(ctx, t, root, crank)
 	t.Logf("MEASURE: built the v1alpha1-only packages in %s", time.Since(begin).Round(time.Second))
 
 	token := "upgrade-" + rand.Text()
-	dir := filepath.Join(root, "_output", "upgrade", time.Now().Format("20060102-150405"))
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	// Short: containerd's and kubelet's sockets live below it.
+	dir, err := os.MkdirTemp("", "wupgrade-")
+	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := harness.Start(ctx, harness.Options{
-		Dir: dir, Log: log, Tools: &tools, Activations: []string{},
-		WidgetAPI: &server.Options{Tokens: map[string]string{token: "upgrade"}, ProvisionDelay: time.Second, ResizeDelay: time.Second, DeleteDelay: time.Second},
-	})
+	c, err := cluster.Start(ctx, cluster.Options{Tools: tools, Dir: dir, Log: log})
 	if err != nil {
-		t.Fatalf("cannot start the control plane (kept %s): %v", dir, err)
+		t.Fatalf("cannot start the cluster (kept %s): %v", dir, err)
 	}
 	defer func() {
-		if err := h.Stop(); err != nil {
+		if err := c.Stop(); err != nil {
 			t.Error(err)
+		}
+		if left := c.Leftovers(); len(left) > 0 {
+			t.Errorf("the cluster left behind:\n%s", strings.Join(left, "\n"))
 		}
 		if !t.Failed() && os.Getenv("E2E_KEEP_DIR") == "" {
 			_ = os.RemoveAll(dir)
@@ -127,10 +138,20 @@ func TestAPIUpgrade(t *testing.T) {
 		}
 		t.Logf("kept the run's directory %s", dir)
 	}()
+	if _, err := c.InstallCrossplane(ctx, cluster.Crossplane{
+		Bin: crossplane, Version: "v2.4.2", Args: platform.CoreArgs(),
+		Values: []string{"provider.defaultActivations={}"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	widgets, err := widgetserver.Start(server.Options{Tokens: map[string]string{token: "upgrade"}, ProvisionDelay: time.Second, ResizeDelay: time.Second, DeleteDelay: time.Second}, dir, net.JoinHostPort(c.NodeIP(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = widgets.Close() }()
 
 	old.Version = oldVersion
-	p, err := platform.Install(ctx, h, platform.Options{Root: oldRoot, Packages: old, Crank: tools.Crank, Token: token, Log: log})
-	if err != nil {
+	if err := platform.Install(ctx, c, widgets.URL, platform.Options{Root: oldRoot, Packages: old, Crank: crank, Token: token, Log: log}); err != nil {
 		t.Fatal(err)
 	}
 	s := runtime.NewScheme()
@@ -139,15 +160,15 @@ func TestAPIUpgrade(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kube, err := client.New(h.RESTConfig(), client.Options{Scheme: s})
+	kube, err := client.New(c.RESTConfig(), client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := widgetapi.New(h.WidgetAPI().URL, widgetapi.WithToken(token))
+	api, err := widgetapi.New(widgets.URL, widgetapi.WithToken(token))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: ctx, h: h, p: p, kube: kube, api: api}
+	e := &env{t: t, ctx: ctx, c: c, kube: kube, api: api}
 	if err := platform.EnsureNamespace(ctx, kube, ns); err != nil {
 		t.Fatal(err)
 	}
@@ -167,20 +188,20 @@ func TestAPIUpgrade(t *testing.T) {
 	// Upgrade, as docs/install.md#upgrade says: the dependencies, then the
 	// Configuration.
 	begin = time.Now()
-	ref, err := platform.Release(ctx, h, root, tools.Crank, current, newVersion)
+	ref, err := platform.Release(ctx, c, root, crank, current, newVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.p.Provider, err = h.UpgradeProvider(ctx, platform.ProviderName, platform.DependencyRef(h, "provider-widget", newVersion), harness.InstallOptions{RuntimeConfig: platform.ProviderRuntimeConfig}); err != nil {
+	if _, err := c.UpgradeProvider(ctx, platform.ProviderName, platform.DependencyRef(c, "provider-widget", newVersion), platform.ProviderRuntimeConfig); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.UpgradeFunction(ctx, platform.FunctionName, platform.DependencyRef(h, "function-widget", newVersion), harness.InstallOptions{RuntimeConfig: platform.FunctionRuntimeConfig}); err != nil {
+	if _, err := c.UpgradeFunction(ctx, platform.FunctionName, platform.DependencyRef(c, "function-widget", newVersion), platform.FunctionRuntimeConfig); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.ApplyConfiguration(ctx, platform.ConfigurationName, ref); err != nil {
+	if err := c.ApplyConfiguration(ctx, platform.ConfigurationName, ref); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.WaitConfiguration(ctx, platform.ConfigurationName, ref); err != nil {
+	if err := c.WaitConfiguration(ctx, platform.ConfigurationName, ref); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("MEASURE: upgrade to %s took %s", newVersion, time.Since(begin).Round(100*time.Millisecond))
@@ -476,7 +497,7 @@ func (e *env) recordReady() []*platform.ReadyRecorder {
 	out := make([]*platform.ReadyRecorder, 0, len(managedGVRs))
 	for _, gvr := range managedGVRs {
 		gvr.Version = "v1alpha1"
-		r, err := platform.RecordReady(e.ctx, e.h.RESTConfig(), gvr, "", "")
+		r, err := platform.RecordReady(e.ctx, e.c.RESTConfig(), gvr, "", "")
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -590,14 +611,13 @@ func kindOf(resource string) string {
 	return "Widget"
 }
 
-// webhookDown stops the provider: reading or writing v1alpha1 fails with
-// an error naming the conversion webhook, v1beta1 works. Started again,
-// v1alpha1 works again without anyone doing anything.
+// webhookDown scales the provider to no replicas, as a platform team
+// would: reading or writing v1alpha1 fails with an error naming the
+// conversion webhook, v1beta1 works. Scaled back, v1alpha1 works again
+// without anyone doing anything.
 func (e *env) webhookDown() {
 	e.t.Helper()
-	if err := e.p.Provider.Stop(); err != nil {
-		e.t.Fatal(err)
-	}
+	e.scaleProvider(0)
 	aw := &namespacedv1alpha1.Widget{}
 	e.eventually("v1alpha1 read fails while the webhook is down", func() error {
 		err := e.kube.Get(e.ctx, types.NamespacedName{Namespace: ns, Name: "old-w"}, aw)
@@ -614,10 +634,19 @@ func (e *env) webhookDown() {
 	if err := e.kube.Get(e.ctx, types.NamespacedName{Namespace: ns, Name: "old-w"}, bw); err != nil {
 		e.t.Errorf("v1beta1 read with the webhook down: %v; want it served without conversion", err)
 	}
-	if err := e.p.Provider.Start(); err != nil {
-		e.t.Fatal(err)
-	}
+	e.scaleProvider(2)
 	e.eventually("v1alpha1 read works again once the provider is back", func() error {
 		return e.kube.Get(e.ctx, types.NamespacedName{Namespace: ns, Name: "old-w"}, aw)
 	})
+}
+
+// scaleProvider sets the replicas of the provider's DeploymentRuntimeConfig.
+func (e *env) scaleProvider(n int) {
+	e.t.Helper()
+	drc := &pkgv1beta1.DeploymentRuntimeConfig{}
+	drc.SetName(platform.ProviderRuntimeConfig)
+	patch := fmt.Sprintf(`{"spec":{"deploymentTemplate":{"spec":{"replicas":%d}}}}`, n)
+	if err := e.c.Client().Patch(e.ctx, drc, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		e.t.Fatal(err)
+	}
 }

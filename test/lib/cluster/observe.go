@@ -158,6 +158,16 @@ func (c *Cluster) CoreMetricsURL(ctx context.Context) (string, error) {
 	return "http://" + p.Status.PodIP + ":8080/metrics", nil
 }
 
+// CorePID is the PID of Crossplane core's process (its container's
+// entrypoint), or 0 when it has none.
+func (c *Cluster) CorePID(ctx context.Context) int {
+	p, err := c.corePod(ctx)
+	if err != nil {
+		return 0
+	}
+	return (&Pod{c: c, pod: p}).ContainerPID("crossplane")
+}
+
 // corePod is Crossplane core's Running pod.
 func (c *Cluster) corePod(ctx context.Context) (*corev1.Pod, error) {
 	l := &corev1.PodList{}

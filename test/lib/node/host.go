@@ -294,6 +294,20 @@ func unmountUnder(dir string) error {
 	return errors.Join(errs...)
 }
 
+// RemoveDir removes dir, and first detaches whatever is mounted at or below
+// it (a node killed mid-run leaves its containers' root filesystems and
+// volumes mounted there), so that nothing is removed through a mount.
+func RemoveDir(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return errors.Wrapf(err, "cannot remove %s", dir)
+	}
+	if err := unmountUnder(abs); err != nil {
+		return errors.Wrapf(err, "cannot remove %s", dir)
+	}
+	return errors.Wrapf(os.RemoveAll(abs), "cannot remove %s", dir)
+}
+
 // processesMentioning returns "pid: cmdline" of every process whose command
 // line mentions s (the node's directory: containerd, kubelet and the shims
 // all name it in their arguments).

@@ -29,7 +29,7 @@ const (
 	// ChangeLogsSidecarImage is the upstream sidecar image the example names.
 	ChangeLogsSidecarImage = "xpkg.crossplane.io/crossplane/changelogs-sidecar:v0.0.1"
 	// ChangeLogsSidecar is the sidecar's container name: its log is the
-	// change log (harness.ContainerLogs).
+	// change log (cluster.ContainerLogs).
 	ChangeLogsSidecar = "changelogs-sidecar"
 	// ChangeLogsStandIn is the stand-in's repository and tag in the loopback
 	// registry, under Org: the upstream name and tag, marked as a stand-in.

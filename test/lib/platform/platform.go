@@ -1,13 +1,14 @@
-// Package platform installs the XWidget API into a local control plane
-// (package harness) the way a platform team would: it publishes
-// provider-widget, function-widget and configuration-widget to the loopback
-// registry as `make publish` does, gives Crossplane the registry's
-// credentials (a pull Secret and an ImageConfig), installs only the
-// Configuration through Crossplane's package manager (which resolves and
-// installs the provider and the function), gives those their
-// DeploymentRuntimeConfigs, activates the provider's managed resources and
-// configures the provider for the harness's Widget API. The end-to-end suite
-// and `make demo` share it, so the demo shows exactly what the suite tests.
+// Package platform installs the XWidget API into a control plane with
+// Crossplane (a real one-node cluster, test/lib/cluster) the way a platform
+// team would: it publishes provider-widget, function-widget and
+// configuration-widget to the cluster's private registry as `make publish`
+// does, gives Crossplane the registry's credentials (a pull Secret and an
+// ImageConfig), installs only the Configuration through Crossplane's
+// package manager (which resolves and installs the provider and the
+// function), gives those their DeploymentRuntimeConfigs, activates the
+// provider's managed resources and configures the provider for a Widget
+// API. The end-to-end suite, the benchmarks and `make demo` share it, so the
+// demo shows exactly what the suite tests.
 package platform
 
 import (
@@ -21,7 +22,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,7 +37,6 @@ import (
 	pkgv1beta1 "github.com/crossplane/crossplane/apis/v2/pkg/v1beta1"
 
 	"github.com/widgetco/crossplane-widget/package/xpkg"
-	"github.com/widgetco/crossplane-widget/test/harness"
 )
 
 // Org is the registry path, under the loopback registry's host, that the
@@ -104,7 +103,7 @@ type Options struct {
 	// Crank is the Crossplane CLI, which builds the Configuration.
 	Crank string
 	// Token is the Widget API token the ProviderConfigs use: one of the
-	// harness's Widget API tokens.
+	// Widget API's tokens.
 	Token string
 	// ProviderArgs and FunctionArgs are extra flags for the packages'
 	// containers, added to the args of the DeploymentRuntimeConfigs in
@@ -123,23 +122,8 @@ type Options struct {
 	Log *slog.Logger
 }
 
-// A Platform is configuration-widget installed in a harness, with
-// provider-widget and function-widget running.
-type Platform struct {
-	// Configuration is the installed configuration-widget package.
-	Configuration string
-
-	// Provider and Function are the packages' runtimes: the pods the
-	// harness's node runs for the Deployments Crossplane created. Kill,
-	// stop and start them to simulate crashes.
-	Provider *harness.Runtime
-	Function *harness.Runtime
-
-	h *harness.Harness
-}
-
-// A ControlPlane is what the platform is installed into: the harness's
-// local control plane, or a real cluster (test/lib/cluster).
+// A ControlPlane is what the platform is installed into: a real cluster
+// (test/lib/cluster).
 type ControlPlane interface {
 	// Client is an admin client.
 	Client() client.Client
@@ -170,42 +154,14 @@ type rollouts interface {
 	ExpectRollout() (done func())
 }
 
-// Install publishes the three packages to h's registry at
-// o.Packages.Version, installs the Configuration, points its dependencies at
-// the DeploymentRuntimeConfigs of examples/runtime, configures the provider
-// for h's Widget API (which must be running) and waits for the XWidget API
-// to be served. It returns once claims and XRs can be created.
-func Install(ctx context.Context, h *harness.Harness, o Options) (*Platform, error) {
-	if h.WidgetAPI() == nil {
-		return nil, errors.New("cannot install the platform: the harness runs no Widget API")
-	}
-	p := &Platform{h: h, Configuration: ConfigurationName}
-	err := install(ctx, h, h.WidgetAPI().URL, o, func(ctx context.Context) error {
-		g, gctx := errgroup.WithContext(ctx)
-		g.Go(func() error {
-			var err error
-			p.Function, err = h.DependencyFunction(gctx, FunctionName, harness.InstallOptions{RuntimeConfig: FunctionRuntimeConfig})
-			return err
-		})
-		g.Go(func() error {
-			var err error
-			p.Provider, err = h.DependencyProvider(gctx, ProviderName, harness.InstallOptions{RuntimeConfig: ProviderRuntimeConfig})
-			return err
-		})
-		return g.Wait()
-	})
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// InstallInto is Install for any control plane, such as a real cluster
-// whose kubelet runs the packages' pods: it configures the provider for the
-// Widget API at endpoint, which the provider's pods must reach, points the
-// dependencies at their DeploymentRuntimeConfigs and waits until their
-// revisions' Deployments are available.
-func InstallInto(ctx context.Context, cp ControlPlane, endpoint string, o Options) error {
+// Install publishes the three packages to cp's registry at
+// o.Packages.Version, installs the Configuration, points its dependencies
+// at the DeploymentRuntimeConfigs of examples/runtime and waits until their
+// revisions' Deployments are available, configures the provider for the
+// Widget API at endpoint (which the provider's pods must reach) and waits
+// for the XWidget API to be served. It returns once claims and XRs can be
+// created.
+func Install(ctx context.Context, cp ControlPlane, endpoint string, o Options) error {
 	return install(ctx, cp, endpoint, o, func(ctx context.Context) error {
 		g, gctx := errgroup.WithContext(ctx)
 		g.Go(func() error {
@@ -267,14 +223,40 @@ func runWith(ctx context.Context, cp ControlPlane, pkg pkgv1.PackageWithRuntime,
 			want = *d.Spec.Replicas
 		}
 		last = fmt.Sprintf("Deployment %s: %d of %d replicas updated and available", rev, d.Status.AvailableReplicas, want)
-		return d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == want &&
-			d.Status.AvailableReplicas == want && d.Status.Replicas == want
+		if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas != want ||
+			d.Status.AvailableReplicas != want || d.Status.Replicas != want {
+			return false
+		}
+		// The revision of Crossplane's default runtime config goes too:
+		// until its pods are gone they run with a ServiceAccount whose
+		// binding is gone (audit.Log's rollout window covers them).
+		pods := &corev1.PodList{}
+		if err := c.List(ctx, pods, client.InNamespace(cp.Namespace()), client.MatchingLabels{packageLabel(pkg): pkg.GetName()}); err != nil {
+			last = err.Error()
+			return false
+		}
+		for _, p := range pods.Items {
+			if !strings.HasPrefix(p.Name, rev+"-") {
+				last = "pod " + p.Name + " of another revision still runs"
+				return false
+			}
+		}
+		return true
 	})
 	return errors.Wrapf(err, "%s not running with DeploymentRuntimeConfig %s: %s", pkg.GetName(), config, last)
 }
 
-// install is Install's and InstallInto's shared path; dependencies waits
-// until the provider and the function run.
+// packageLabel is the label Crossplane puts on a package's pods, whose
+// value is the package's name.
+func packageLabel(pkg pkgv1.PackageWithRuntime) string {
+	if _, ok := pkg.(*pkgv1.Function); ok {
+		return "pkg.crossplane.io/function"
+	}
+	return "pkg.crossplane.io/provider"
+}
+
+// install is Install's path; dependencies waits until the provider and the
+// function run.
 func install(ctx context.Context, cp ControlPlane, endpoint string, o Options, dependencies func(context.Context) error) error {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -451,61 +433,6 @@ func runtimeConfigs(ctx context.Context, c client.Client, o Options, standIn str
 		}
 	}
 	return Create(ctx, c, objs...)
-}
-
-// LeaseHolder returns the identity that holds provider-widget's leader
-// election lease: "<pod name>_<uuid>".
-func (p *Platform) LeaseHolder(ctx context.Context) (string, error) {
-	l := &coordinationv1.Lease{}
-	if err := p.h.Client().Get(ctx, types.NamespacedName{Namespace: p.h.Namespace(), Name: LeaseName}, l); err != nil {
-		return "", errors.Wrap(err, "cannot get provider-widget's leader election lease")
-	}
-	return ptrDeref(l.Spec.HolderIdentity), nil
-}
-
-// Leader returns the provider pod that holds the leader election lease.
-func (p *Platform) Leader(ctx context.Context) (*harness.Pod, error) {
-	holder, err := p.LeaseHolder(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, pod := range p.Provider.Pods() {
-		// The holder identity is <hostname>_<uuid>; a pod's hostname is its name.
-		if strings.HasPrefix(holder, pod.Name()+"_") {
-			return pod, nil
-		}
-	}
-	return nil, errors.Errorf("no provider-widget pod holds the lease (holder %q)", holder)
-}
-
-// ProviderMetricsURL returns a loopback URL of the leader's Prometheus
-// endpoint (port 8080 in its pod): the replica that reconciles.
-func (p *Platform) ProviderMetricsURL(ctx context.Context) (string, error) {
-	var pod *harness.Pod
-	err := poll(ctx, 250*time.Millisecond, func(ctx context.Context) bool {
-		var err error
-		pod, err = p.Leader(ctx)
-		return err == nil
-	})
-	if err != nil {
-		return "", errors.Wrap(err, "cannot find provider-widget's leader")
-	}
-	addr, err := pod.Forward(MetricsPort)
-	return "http://" + addr + "/metrics", err
-}
-
-// FunctionMetricsURL returns a loopback URL of function-widget's Prometheus
-// endpoint (port 8080 in its pod).
-func (p *Platform) FunctionMetricsURL() (string, error) {
-	addr, err := p.Function.Forward(MetricsPort)
-	return "http://" + addr + "/metrics", err
-}
-
-func ptrDeref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // configure creates the token Secret, the ClusterProviderConfig the

@@ -15,15 +15,6 @@ func SysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// sandbox adds c's Root and User to a.
-func sandbox(a *syscall.SysProcAttr, c Command) error {
-	a.Chroot = c.Root
-	if c.User != nil {
-		a.Credential = &syscall.Credential{Uid: c.User.UID, Gid: c.User.GID, Groups: []uint32{}}
-	}
-	return nil
-}
-
 // groupAlive reports whether any process of the process group is still
 // running. Zombies do not count: once killed, orphans are the reaper's
 // business.

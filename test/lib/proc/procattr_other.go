@@ -3,7 +3,6 @@
 package proc
 
 import (
-	"errors"
 	"syscall"
 )
 
@@ -11,14 +10,6 @@ import (
 // signal it and everything it started.
 func SysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
-}
-
-// sandbox refuses a Root or User: only Linux supports them here.
-func sandbox(_ *syscall.SysProcAttr, c Command) error {
-	if c.Root != "" || c.User != nil {
-		return errors.New("a process root or user needs Linux")
-	}
-	return nil
 }
 
 // groupAlive reports whether any process of the process group still exists.

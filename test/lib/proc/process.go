@@ -1,7 +1,6 @@
 package proc
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,42 +16,18 @@ import (
 // stopGrace is how long Stop waits after SIGTERM before it sends SIGKILL.
 const stopGrace = 10 * time.Second
 
-// Command describes a process to run. The local control plane (test/harness)
-// runs package runtimes (function and provider binaries) and its own
-// components with it; test suites run the provider with it.
+// Command describes a process to run: the cluster's components (etcd aside,
+// which envtest runs), the provider in its integration suite.
 type Command struct {
 	// Path is the binary to run (looked up in $PATH when it has no slash).
 	Path string
 	// Args are the arguments after the binary name.
 	Args []string
 	// Env is the process's environment as the caller builds it: New takes
-	// the whole environment separately and expects these pairs in it. The
-	// harness gives its own components (core, kube-controller-manager) its
-	// environment plus KUBECONFIG and POD_NAMESPACE, and a pod's container
-	// exactly the pod's environment.
+	// the whole environment separately and expects these pairs in it.
 	Env []string
-	// Dir is the working directory (inside Root when Root is set).
+	// Dir is the working directory.
 	Dir string
-	// Root, when set, is the directory the process sees as / (chroot).
-	// Path is then a path inside it.
-	Root string
-	// User, when set, runs the process with these IDs and no supplementary
-	// groups (the caller must be root).
-	User *User
-	// StartIn, when set, wraps the start of each run: it must call start
-	// exactly once, e.g. from a thread inside a network namespace so the
-	// process is born in it.
-	StartIn func(start func() error) error
-	// Ready, when set, is polled after the process starts until it returns
-	// nil; the harness reports the runtime healthy only after that. Without
-	// it a provider counts as ready as soon as it is running, and a function
-	// as soon as an mTLS handshake with it succeeds the way core makes it.
-	Ready func(ctx context.Context) error
-}
-
-// User is a numeric user and group.
-type User struct {
-	UID, GID uint32
 }
 
 // A Process is a supervised child process. It runs in its own process
@@ -145,16 +120,8 @@ func (p *Process) Start() error {
 	c.Stdout = f
 	c.Stderr = f
 	c.SysProcAttr = SysProcAttr()
-	if err := sandbox(c.SysProcAttr, p.cmd); err != nil {
-		_ = f.Close()
-		return errors.Wrapf(err, "cannot start %s", p.name)
-	}
 	_, _ = fmt.Fprintf(f, "=== proc: %s starting %s %s\n", time.Now().Format(time.RFC3339), p.cmd.Path, strings.Join(p.cmd.Args, " "))
-	start := c.Start
-	if p.cmd.StartIn != nil {
-		start = func() error { return p.cmd.StartIn(c.Start) }
-	}
-	if err := start(); err != nil {
+	if err := c.Start(); err != nil {
 		_ = f.Close()
 		return errors.Wrapf(err, "cannot start %s", p.name)
 	}

@@ -1,4 +1,7 @@
-package harness
+// Package widgetserver runs the reference Widget API server in a test's
+// process, as the widget-api command serves it, and makes it trust a
+// cluster's ServiceAccount tokens.
+package widgetserver
 
 import (
 	"context"
@@ -14,9 +17,8 @@ import (
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
 )
 
-// WidgetAPI is the reference Widget API server run in-process, by the
-// harness or by a test for a real cluster (StartWidgetAPI).
-type WidgetAPI struct {
+// A Server is the reference Widget API server run in-process (Start).
+type Server struct {
 	// URL is the server's base URL (http://<address>:PORT).
 	URL string
 	// DataDir holds the server's database.
@@ -28,11 +30,11 @@ type WidgetAPI struct {
 	logf *os.File
 }
 
-// StartWidgetAPI serves the reference Widget API in-process on listen
+// Start serves the reference Widget API in-process on listen
 // (host:port; port 0 picks one), as the widget-api command serves it, with
 // its data under dir/widgetapi and its log in dir/logs/widget-api.log unless
 // o says otherwise. Close stops it.
-func StartWidgetAPI(o server.Options, dir, listen string) (*WidgetAPI, error) {
+func Start(o server.Options, dir, listen string) (*Server, error) {
 	if o.DataDir == "" {
 		o.DataDir = filepath.Join(dir, "widgetapi")
 	}
@@ -65,11 +67,11 @@ func StartWidgetAPI(o server.Options, dir, listen string) (*WidgetAPI, error) {
 	// connection limit and failed-auth throttle.
 	hs := s.HTTPServer()
 	go func() { _ = hs.Serve(s.LimitListener(l)) }()
-	return &WidgetAPI{URL: "http://" + l.Addr().String(), DataDir: o.DataDir, Server: s, hs: hs, logf: logf}, nil
+	return &Server{URL: "http://" + l.Addr().String(), DataDir: o.DataDir, Server: s, hs: hs, logf: logf}, nil
 }
 
 // Close stops the server and closes its database.
-func (w *WidgetAPI) Close() error {
+func (w *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	w.Server.Shutdown()

@@ -1,4 +1,4 @@
-package harness
+package leaks
 
 import (
 	"regexp"
@@ -23,15 +23,15 @@ const (
 	unknownKey = "wks_OTHERotherOTHERotherOTHERotherOTHERotherOTH"
 )
 
-func testScanner() *LeakScanner {
-	return NewLeakScanner(
+func testScanner() *Scanner {
+	return NewScanner(
 		Canary{Kind: "key secret", Value: testKey},
 		Canary{Kind: "token", Value: testToken},
 		Canary{Kind: "key-shaped string", Pattern: regexp.MustCompile(`wks_[A-Za-z0-9_-]{43}`)},
 	)
 }
 
-func TestLeakScannerText(t *testing.T) {
+func TestScannerText(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		text   string
@@ -78,7 +78,7 @@ func TestLeakScannerText(t *testing.T) {
 	}
 }
 
-func TestLeakScannerObject(t *testing.T) {
+func TestScannerObject(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		where  string

@@ -1,4 +1,7 @@
-package harness
+// Package leaks finds secrets where they must not be: canaries (a token, a
+// key, a pattern) in logs and in every object of a cluster but Secrets,
+// verbatim or encoded.
+package leaks
 
 import (
 	"bytes"
@@ -65,21 +68,21 @@ type needle struct {
 	text   []byte
 }
 
-// A LeakScanner finds canaries in text and in objects: verbatim, and
+// A Scanner finds canaries in text and in objects: verbatim, and
 // base64-encoded as a whole (as JSON encodes a []byte and as Secrets and
 // connection details hold values), with or without padding, in the standard
 // and the URL alphabet. It does not find a canary that was split, escaped or
 // encoded in some other way, nor one base64-encoded as part of a longer
 // value; canaries made of letters, digits, '-' and '_' are never escaped.
-type LeakScanner struct {
+type Scanner struct {
 	needles  []needle
 	patterns []Canary
 }
 
-// NewLeakScanner returns a scanner for the canaries. Canaries with neither a
+// NewScanner returns a scanner for the canaries. Canaries with neither a
 // Value nor a Pattern are ignored.
-func NewLeakScanner(canaries ...Canary) *LeakScanner {
-	s := &LeakScanner{}
+func NewScanner(canaries ...Canary) *Scanner {
+	s := &Scanner{}
 	seen := map[string]bool{}
 	for _, c := range canaries {
 		if c.Pattern != nil {
@@ -105,7 +108,7 @@ func NewLeakScanner(canaries ...Canary) *LeakScanner {
 // Text returns the leaks in a text, such as a log file, one for each canary
 // and line it appears on: where is the text's name, followed by
 // ":<line number>".
-func (s *LeakScanner) Text(where string, text []byte) []Leak {
+func (s *Scanner) Text(where string, text []byte) []Leak {
 	var out []Leak
 	for _, n := range s.needles {
 		for off := 0; ; {
@@ -138,7 +141,7 @@ func (s *LeakScanner) Text(where string, text []byte) []Leak {
 // it appears in: where is the object's name, followed by the field's path,
 // e.g. "status.conditions[0].message". Map keys are searched as well as
 // values.
-func (s *LeakScanner) Object(where string, obj map[string]any) []Leak {
+func (s *Scanner) Object(where string, obj map[string]any) []Leak {
 	// Most objects hold no canary: rule them out in one pass.
 	b, err := json.Marshal(obj)
 	if err == nil && !s.mayHold(b) {
@@ -152,7 +155,7 @@ func (s *LeakScanner) Object(where string, obj map[string]any) []Leak {
 // mayHold reports whether b, an object's JSON, holds a canary. A string
 // holding one holds it in JSON too, unless the canary has characters JSON
 // escapes - which the characters the scanner is made for are not.
-func (s *LeakScanner) mayHold(b []byte) bool {
+func (s *Scanner) mayHold(b []byte) bool {
 	for _, n := range s.needles {
 		if bytes.Contains(b, n.text) {
 			return true
@@ -167,13 +170,13 @@ func (s *LeakScanner) mayHold(b []byte) bool {
 }
 
 // holds reports whether v holds a canary.
-func (s *LeakScanner) holds(v string) bool {
+func (s *Scanner) holds(v string) bool {
 	var none []Leak
 	s.str("", "", v, &none)
 	return len(none) > 0
 }
 
-func (s *LeakScanner) walk(prefix, path string, v any, out *[]Leak) {
+func (s *Scanner) walk(prefix, path string, v any, out *[]Leak) {
 	switch t := v.(type) {
 	case map[string]any:
 		keys := make([]string, 0, len(t))
@@ -200,7 +203,7 @@ func (s *LeakScanner) walk(prefix, path string, v any, out *[]Leak) {
 	}
 }
 
-func (s *LeakScanner) str(prefix, path, v string, out *[]Leak) {
+func (s *Scanner) str(prefix, path, v string, out *[]Leak) {
 	for _, n := range s.needles {
 		if strings.Contains(v, string(n.text)) {
 			*out = append(*out, Leak{Canary: n.canary, Where: prefix + path, Form: n.form})
@@ -246,32 +249,19 @@ func dedupe(in []Leak) []Leak {
 	return out
 }
 
-// LeakScan says what FindLeaks looked through.
-type LeakScan struct {
+// Result says what Scan looked through.
+type Result struct {
 	Logs    int
 	Objects int
 	// Leaks are the canaries it found, logs first, then objects by type.
 	Leaks []Leak
 }
 
-// FindLeaks looks for the scanner's canaries everywhere a secret must not
-// be: every log under <Dir>/logs (every process the harness ran and the
-// Widget API server), and every object of every type the API server lists -
-// events, every custom resource (packages, composites, claims, managed
-// resources, provider configs), config maps and the rest - except Secrets,
-// where secrets belong (whether each sits in the right Secret is the
-// caller's to check). events.k8s.io Events are the core Events seen through
-// another group, and are skipped. It returns an error when it cannot read a
-// log or list a type, with the leaks it found anyway.
-func (h *Harness) FindLeaks(ctx context.Context, s *LeakScanner) (LeakScan, error) {
-	return ScanForLeaks(ctx, h.cfg, []string{filepath.Join(h.dir, "logs")}, s)
-}
-
-// ScanForLeaks is FindLeaks for any cluster (cfg, an admin's) and any log
-// directories: every file under each of logDirs, and every object but
-// Secrets.
-func ScanForLeaks(ctx context.Context, admin *rest.Config, logDirs []string, s *LeakScanner) (LeakScan, error) {
-	var r LeakScan
+// Scan looks for s's canaries in every file under each of logDirs and in
+// every object but Secrets of the cluster that admin (an admin's
+// configuration) reaches.
+func Scan(ctx context.Context, admin *rest.Config, logDirs []string, s *Scanner) (Result, error) {
+	var r Result
 	var errs []error
 	for _, logs := range logDirs {
 		werr := filepath.WalkDir(logs, func(p string, d fs.DirEntry, err error) error {

@@ -1,4 +1,4 @@
-package harness
+package widgetserver
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -20,7 +19,7 @@ import (
 	"github.com/widgetco/crossplane-widget/widgetapi/server/idtoken"
 )
 
-// ClusterIdentity makes the harness's Widget API trust kube-apiserver as an
+// ClusterIdentity makes the Widget API trust kube-apiserver as an
 // identity token issuer, as a platform sets up workload identity for the
 // provider: kube-apiserver serves its OIDC discovery and JWKS on its
 // loopback address, anonymous clients may read them (the stock ClusterRole
@@ -37,17 +36,6 @@ type ClusterIdentity struct {
 // discoveryBindingName is the ClusterRoleBinding that lets the Widget API
 // read kube-apiserver's discovery anonymously.
 const discoveryBindingName = "service-account-issuer-discovery-unauthenticated"
-
-// trustCluster returns the Widget API's identity token configuration for
-// ci: kube-apiserver's issuer, its keys by discovery.
-func (h *Harness) trustCluster(ctx context.Context, ci ClusterIdentity) (*idtoken.Config, error) {
-	cfg, err := TrustCluster(ctx, h.kube, h.cfg, filepath.Join(h.dir, "kube-apiserver-ca.crt"), ci)
-	if err != nil {
-		return nil, err
-	}
-	h.issuer = cfg.Issuers[0].Issuer
-	return cfg, nil
-}
 
 // TrustCluster returns the Widget API's identity token configuration for
 // ci on the cluster that kc and cfg (an admin's) reach: kube-apiserver's
@@ -109,12 +97,3 @@ func clusterIssuer(ctx context.Context, cfg *rest.Config) (string, error) {
 	}
 	return d.Issuer, nil
 }
-
-// Issuer is kube-apiserver's ServiceAccount token issuer, which the Widget
-// API trusts with Options.WidgetAPIIdentity; empty otherwise.
-func (h *Harness) Issuer() string { return h.issuer }
-
-// ProjectedTokens returns every projected ServiceAccount token the node has
-// written into a pod's volume so far, so a test can make sure none reached a
-// log, an event or an object (FindLeaks).
-func (h *Harness) ProjectedTokens() []string { return h.node.env.tokens.all() }
