@@ -5,6 +5,7 @@ package provider_test
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -88,11 +89,13 @@ func run(m *testing.M) int {
 
 // env is one test's world: a namespace, a Widget API server and a token.
 type env struct {
-	t     *testing.T
-	kube  client.Client
-	api   *apitest.Env
-	ns    string
-	token string
+	t    *testing.T
+	kube client.Client
+	api  *apitest.Env
+	ns   string
+	// token is the tenant's Widget API token; tokenB another tenant's
+	// (apitest.ProjectB), on the same API.
+	token, tokenB string
 }
 
 var nsCounter atomic.Int32
@@ -102,12 +105,19 @@ func newEnv(t *testing.T, opts ...apitest.Option) *env {
 	if suite.skip != "" {
 		t.Skip(suite.skip)
 	}
+	// Tokens of this test's API alone: an earlier test's ProviderConfigs
+	// still name their API's address, which the kernel may give this
+	// test's API, and the provider (each test's) still reconciles their
+	// managed resources. Short, as apitest's: the API's failed-auth
+	// throttle holds short tokens back with their address.
+	tokenA, tokenB := "ta-"+rand.Text()[:8], "tb-"+rand.Text()[:8]
 	base := []apitest.Option{apitest.WithOptions(func(o *server.Options) {
+		o.Tokens = map[string]string{tokenA: apitest.ProjectA, tokenB: apitest.ProjectB}
 		o.ProvisionDelay = 200 * time.Millisecond
 		o.ResizeDelay = 200 * time.Millisecond
 		o.DeleteDelay = 200 * time.Millisecond
 	})}
-	e := &env{t: t, kube: suite.kube, api: apitest.Start(t, append(base, opts...)...), token: apitest.TokenA}
+	e := &env{t: t, kube: suite.kube, api: apitest.Start(t, append(base, opts...)...), token: tokenA, tokenB: tokenB}
 	e.ns = fmt.Sprintf("it-%d-%s", nsCounter.Add(1), strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")))
 	if len(e.ns) > 63 {
 		e.ns = strings.TrimRight(e.ns[:63], "-")

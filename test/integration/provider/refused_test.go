@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/widgetco/crossplane-widget/test/lib/prom"
-	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 )
 
 // refusedToken is team-a's token: one the Widget API does not know, as an
@@ -80,7 +79,7 @@ func TestRefusedTokenDoesNotThrottleOtherTenants(t *testing.T) {
 			a := newEnv(t)
 			a.token = refusedToken
 			a.providerConfig()
-			b := a.tenant("b", apitest.TokenB)
+			b := a.tenant("b", a.tokenB)
 			b.providerConfig()
 			p := startProvider(t, tc.args...)
 			start := time.Now()
@@ -158,7 +157,7 @@ func TestRefusedTokenDoesNotThrottleOtherTenants(t *testing.T) {
 			// reads the Secret again within its 10s TokenTTL), pause or
 			// not.
 			s := &corev1.Secret{}
-			if err := a.update(s, "widget-token", func() { s.Data = map[string][]byte{"token": []byte(apitest.TokenA)} }); err != nil {
+			if err := a.update(s, "widget-token", func() { s.Data = map[string][]byte{"token": []byte(a.token)} }); err != nil {
 				t.Fatal(err)
 			}
 			fixed := time.Now()

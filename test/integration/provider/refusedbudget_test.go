@@ -18,7 +18,6 @@ import (
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
 	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/test/lib/testcert"
-	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 )
 
 // The attack of TestManyRefusedCredentialsDoNotThrottleOtherTenants.
@@ -50,14 +49,14 @@ const (
 // once, then one a minute).
 //
 // What it relies on: the reference Widget API with its default
-// failed-authentication throttle, and team-b's token (apitest.TokenB) short
+// failed-authentication throttle, and team-b's token (env.tokenB) short
 // enough that the throttle still holds it back with its address (the
 // Widget API serves long static tokens from a throttled address; the
 // provider must not rely on that). The count of refusals does not depend
 // on either.
 func TestManyRefusedCredentialsDoNotThrottleOtherTenants(t *testing.T) {
 	a := newEnv(t)
-	b := a.tenant("b", apitest.TokenB)
+	b := a.tenant("b", a.tokenB)
 	b.providerConfig()
 	ca, _ := testcert.SelfSigned(t, "team-a")
 	for i := range attackConfigs {
