@@ -77,6 +77,7 @@ func TestRefusedTokenDoesNotThrottleOtherTenants(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			a := newEnv(t)
+			valid := a.token
 			a.token = refusedToken
 			a.providerConfig()
 			b := a.tenant("b", a.tokenB)
@@ -157,7 +158,7 @@ func TestRefusedTokenDoesNotThrottleOtherTenants(t *testing.T) {
 			// reads the Secret again within its 10s TokenTTL), pause or
 			// not.
 			s := &corev1.Secret{}
-			if err := a.update(s, "widget-token", func() { s.Data = map[string][]byte{"token": []byte(a.token)} }); err != nil {
+			if err := a.update(s, "widget-token", func() { s.Data = map[string][]byte{"token": []byte(valid)} }); err != nil {
 				t.Fatal(err)
 			}
 			fixed := time.Now()
