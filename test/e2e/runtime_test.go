@@ -43,6 +43,11 @@ const failoverClaims = 50
 func TestProviderRunsAsCrossplaneRunsIt(t *testing.T) {
 	s := newScenario(t, false)
 	s.checkPlatformPods()
+	// Work for the leader: scenarios before this one may have replaced
+	// the provider's pods (a rolling update, say) after their last change.
+	xr := s.xwidget("runs", map[string]any{"keys": int64(1)})
+	s.create(xr)
+	s.waitReady(xr)
 	pods := suite.provider.Pods()
 	if len(pods) != 2 {
 		t.Fatalf("provider-widget has %d pods, want the 2 replicas of examples/runtime", len(pods))
