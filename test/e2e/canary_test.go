@@ -177,7 +177,7 @@ func checkSecrets(ctx context.Context, l *secretLedger) error {
 	for _, k := range keys {
 		canaries = append(canaries, leaks.Canary{Kind: "access key secret", Value: k})
 	}
-	// The loopback registry's password: only in its pull Secrets.
+	// The registry's password: only in its pull Secrets.
 	canaries = append(canaries, leaks.Canary{Kind: "registry password", Value: suite.c.Registry.Auth.Password})
 	scan, err := leaks.Scan(ctx, suite.c.Kube.Config, suite.c.LogDirs(), leaks.NewScanner(canaries...))
 	found = append(found, scan.Leaks...)

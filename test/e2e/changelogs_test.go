@@ -270,7 +270,7 @@ func (s *scenario) scrape(p *cluster.Pod, addr string) prom.Samples {
 	return ss
 }
 
-// metricsAddr returns a loopback address forwarded to p's metrics port.
+// metricsAddr returns the address of p's metrics port: its pod IP's.
 func (s *scenario) metricsAddr(p *cluster.Pod) string {
 	s.t.Helper()
 	addr, err := p.Forward(platform.MetricsPort)
@@ -359,7 +359,7 @@ func TestChangeLogsStuckSidecar(t *testing.T) {
 }
 
 // TestChangeLogsSidecarRestart kills (SIGKILL) the leader's change logs
-// sidecar, as an out-of-memory kill would: the node restarts it, it listens
+// sidecar, as an out-of-memory kill would: kubelet restarts it, it listens
 // on the shared volume again, and the provider's next entries reach it. It
 // runs alone: entries are dropped while the sidecar is away.
 func TestChangeLogsSidecarRestart(t *testing.T) {
@@ -373,7 +373,7 @@ func TestChangeLogsSidecarRestart(t *testing.T) {
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	restarted := s.eventually("the node restarts the sidecar", func() error {
+	restarted := s.eventually("kubelet restarts the sidecar", func() error {
 		if pid := leader.ContainerPID(platform.ChangeLogsSidecar); pid == 0 || pid == old {
 			return errors.Errorf("the sidecar of %s is not running again yet", leader.Name())
 		}

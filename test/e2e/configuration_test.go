@@ -41,7 +41,7 @@ func controlledByKind(refs []metav1.OwnerReference, kind string) bool {
 
 // checkResolved checks what the suite's set-up did: it installed only
 // configuration-widget, and Crossplane's package manager resolved its
-// dependencies from the loopback registry and installed them under the
+// dependencies from the cluster's registry and installed them under the
 // names the packaged Compositions call them by.
 func checkResolved(t *testing.T, s *scenario) {
 	t.Helper()

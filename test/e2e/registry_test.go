@@ -136,7 +136,7 @@ func packageDeployments(s *scenario, kind, pkg string) ([]appsv1.Deployment, err
 
 // TestRegistryMirror installs a Configuration and the Function it depends
 // on, both published under upstream, from a mirror of them in the private
-// loopback registry: one ImageConfig rewrites upstream to the mirror's
+// cluster's registry: one ImageConfig rewrites upstream to the mirror's
 // prefix, another gives the mirror's credentials. First without any
 // credentials: the install fails, and the Configuration says why. Then with
 // the credentials in the Configuration's packagePullSecrets: the

@@ -249,8 +249,8 @@ func restartCount(p *corev1.Pod) int32 {
 
 // TestAPIServerRestart stops kube-apiserver for a minute while claims and
 // XWidgets are being created and resized, then starts it again: core, the
-// provider and the function recover by themselves (the node restarts what
-// exits, as a kubelet would), and every one reaches its desired state with
+// provider and the function recover by themselves (kubelet restarts what
+// exits), and every one reaches its desired state with
 // one widget each.
 func TestAPIServerRestart(t *testing.T) {
 	s := newScenario(t, false)

@@ -4,7 +4,11 @@
 // containerd, runc, a CNI bridge), kube-proxy in nftables mode, CoreDNS as a
 // pod, and a private registry (test/lib/registry) that containerd and pods
 // pull from with a pull Secret, as from any private registry.
-// InstallCrossplane then installs Crossplane from its own Helm chart.
+// InstallCrossplane then installs Crossplane from its own Helm chart; the
+// package methods install and upgrade Providers, Functions and
+// Configurations and wait for their pods; Runtime and Pod kill, freeze and
+// reach a package's pods; an audit log, an archive of every container's
+// log, the projected tokens and diagnostics show what happened.
 //
 // Every address is on the bridge the cluster creates (the node's, the
 // pods', the Services' through kube-proxy) or on loopback: nothing is
