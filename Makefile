@@ -97,6 +97,14 @@ publish: publish-registry xpkg ## Push the provider and function as multi-arch i
 node-preflight:
 	@E2E_NODE=$(E2E_NODE) bash hack/node-preflight.sh "make $(or $(MAKECMDGOALS),test)"
 
+.PHONY: reviewable
+reviewable: check-diff vet ## The fast loop before a review, in a few minutes: generated files, vet and gofmt, lint, and every test that needs no built binary and no node (the others skip, saying what they need; make test runs everything).
+	@# Of the tools, only golangci-lint (built once, then cached).
+	$(TOOLS) golangci-lint
+	bash hack/lint.sh
+	@# Without the tools' variables, whatever the caller's shell holds.
+	env $$($(TOOLS) env-names | sed 's/^/-u /') E2E_NODE=0 $(GO) test -count=1 ./...
+
 .PHONY: test
 test: node-preflight tools check-diff ## Everything CI runs: tools, the generated-file check, then vet/gofmt, lint and all tests beside the end-to-end suite.
 	@# The end-to-end suite mostly waits on its control plane (240 s of CPU

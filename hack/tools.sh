@@ -31,6 +31,7 @@
 #                                      crossplane-crds, crossplane-webhookconfigs,
 #                                      kubebuilder-assets, cni-plugins-dir
 #   bash hack/tools.sh env             print `export` lines for tests / make
+#   bash hack/tools.sh env-names       every variable `env` may set, built or not
 #   bash hack/tools.sh list            print tool names, versions and status
 #
 # Environment:
@@ -594,6 +595,18 @@ cmd_env() {
 	return "${missing}"
 }
 
+# cmd_env_names prints the name of every variable cmd_env may set, one a
+# line, whether its tool is built or not (make reviewable unsets them).
+cmd_env_names() {
+	local name
+	printf '%s\n' WIDGET_TOOLS_CACHE KUBEBUILDER_ASSETS
+	for name in "${ALL_TOOLS[@]}"; do
+		tool_recipe "${name}"
+		printf '%s\n' "${T_ENV}"
+	done
+	printf '%s\n' CNI_PLUGINS_DIR CROSSPLANE_CRDS CROSSPLANE_WEBHOOK_CONFIGS CROSSPLANE_CHART
+}
+
 cmd_list() {
 	local name state
 	for name in "${ALL_TOOLS[@]}"; do
@@ -615,6 +628,7 @@ main() {
 	case "${1:-}" in
 	path) shift; cmd_path "$@"; return ;;
 	env) cmd_env; return ;;
+	env-names) cmd_env_names; return ;;
 	list) cmd_list; return ;;
 	-h | --help | help) usage; return ;;
 	"") tools=("${DEFAULT_TOOLS[@]}") ;;
