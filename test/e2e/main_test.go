@@ -9,8 +9,8 @@
 //
 // Run it with `make e2e` (as root; cluster.Require says what the machine
 // lacks). On a failure a scenario writes the cluster's diagnostics and logs
-// where; the run's directory (under _output/e2e) is kept then, or always
-// with E2E_KEEP_DIR=1.
+// where; the run's directory (a we2e-* under the temporary directory; the
+// suite prints it) is kept then, or always with E2E_KEEP_DIR=1.
 package e2e_test
 
 import (
@@ -132,11 +132,8 @@ func run(m *testing.M) (code int) {
 		return fail(err)
 	}
 
-	runs := filepath.Join(suite.root, "_output", "e2e")
-	if err := os.MkdirAll(runs, 0o750); err != nil {
-		return fail(err)
-	}
-	// Short: containerd's and kubelet's unix sockets live below it.
+	// Short, so under the temporary directory: containerd's and
+	// kubelet's unix sockets live below it.
 	dir, err := os.MkdirTemp("", "we2e-")
 	if err != nil {
 		return fail(err)
