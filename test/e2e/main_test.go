@@ -31,15 +31,20 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
+
 	"github.com/widgetco/crossplane-widget/apis"
 	"github.com/widgetco/crossplane-widget/test/lib/cluster"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
+	"github.com/widgetco/crossplane-widget/test/lib/wait"
 	"github.com/widgetco/crossplane-widget/test/lib/widgetserver"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
@@ -444,10 +449,62 @@ func newScenario(t *testing.T, parallel bool) *scenario {
 		t.Logf("TIMING: scenario %s took %s", t.Name(), took.Round(100*time.Millisecond))
 	})
 	t.Cleanup(func() { diagnoseFailure(t) })
+	if !parallel {
+		// A disruptive scenario hands the next one a healthy platform:
+		// pods it killed or replaced are back and ready.
+		t.Cleanup(func() {
+			if err := waitPlatformHealthy(); err != nil {
+				t.Errorf("the platform is not healthy again after the scenario: %v", err)
+			}
+		})
+	}
 	if err := platform.EnsureNamespace(ctx, suite.c.Client(), s.ns); err != nil {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// waitPlatformHealthy waits until provider-widget and function-widget are
+// Healthy with all their pods ready: the provider's two replicas, the
+// function's one.
+func waitPlatformHealthy() error {
+	ctx, cancel := context.WithTimeout(suite.ctx, waitTimeout)
+	defer cancel()
+	var last error
+	err := wait.Poll(ctx, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
+		last = platformHealthy(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		return errors.Wrapf(last, "after %s", waitTimeout)
+	}
+	return nil
+}
+
+func platformHealthy(ctx context.Context) error {
+	for _, pkg := range []pkgv1.PackageWithRuntime{
+		&pkgv1.Provider{ObjectMeta: metav1.ObjectMeta{Name: platform.ProviderName}},
+		&pkgv1.Function{ObjectMeta: metav1.ObjectMeta{Name: platform.FunctionName}},
+	} {
+		if err := suite.c.Client().Get(ctx, client.ObjectKeyFromObject(pkg), pkg); err != nil {
+			return err
+		}
+		if c := pkg.GetCondition(pkgv1.TypeHealthy); c.Status != corev1.ConditionTrue {
+			return errors.Errorf("%s Healthy=%s: %s", pkg.GetName(), c.Status, c.Message)
+		}
+	}
+	for rt, want := range map[*cluster.Runtime]int{suite.provider: 2, suite.function: 1} {
+		ready := 0
+		for _, p := range rt.Pods() {
+			if p.Ready() {
+				ready++
+			}
+		}
+		if ready != want {
+			return errors.Errorf("%d of %d pods ready", ready, want)
+		}
+	}
+	return nil
 }
 
 // failureReporter is the part of testing.T that diagnoseFailure uses.
