@@ -284,6 +284,14 @@ func run(c *cli) error {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("cannot add readiness check: %w", err)
 	}
+	if c.WebhookTLSCertDir != "" {
+		// kube-apiserver reaches the conversion webhook through a Service
+		// that routes to ready pods only: a replica is ready once its
+		// webhook accepts TLS connections, not before.
+		if err := mgr.AddReadyzCheck("conversion-webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return fmt.Errorf("cannot add the conversion webhook's readiness check: %w", err)
+		}
+	}
 	log.Info("Starting provider-widget", "version", version, "poll-interval", c.PollInterval.String(), "change-feed", c.ChangeFeed, "max-reconcile-rate", c.MaxReconcileRate)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }

@@ -35,6 +35,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -42,6 +43,8 @@ import (
 	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
 
 	"github.com/widgetco/crossplane-widget/apis"
+	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
+	namespacedv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
 	"github.com/widgetco/crossplane-widget/test/lib/cluster"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 	"github.com/widgetco/crossplane-widget/test/lib/wait"
@@ -257,6 +260,12 @@ func run(m *testing.M) (code int) {
 	}
 	if suite.api, err = widgetapi.New(suite.widgets.URL, widgetapi.WithToken(apiToken)); err != nil {
 		return fail(err)
+	}
+
+	// Scenarios start on a platform that serves: every pod ready and
+	// kube-apiserver routing conversions to the provider.
+	if err := waitPlatformHealthy(); err != nil {
+		return fail(withDiagnostics(err))
 	}
 
 	ledger, err := startSecretLedger(suite.c.RESTConfig(), suite.c.ProjectedTokens, apiToken)
@@ -504,7 +513,22 @@ func platformHealthy(ctx context.Context) error {
 			return errors.Errorf("%d of %d pods ready", ready, want)
 		}
 	}
-	return nil
+	return conversionServed(ctx)
+}
+
+// conversionServed returns nil once kube-apiserver converts through the
+// provider's webhook Service: a ready pod is not yet an endpoint kube-proxy
+// routes to. A dry-run create of a v1alpha1 Widget stores nothing but is
+// converted to the stored v1beta1 all the same.
+func conversionServed(ctx context.Context) error {
+	probe := &namespacedv1alpha1.Widget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "conversion-probe"},
+		Spec: namespacedv1alpha1.WidgetSpec{
+			ManagedResourceSpec: defaultMRSpec(""),
+			ForProvider:         commonv1alpha1.WidgetParameters{Size: ptr.To(widgetapi.SizeSmall)},
+		},
+	}
+	return errors.Wrap(suite.kube.Create(ctx, probe, client.DryRunAll), "conversion through the provider's webhook")
 }
 
 // failureReporter is the part of testing.T that diagnoseFailure uses.

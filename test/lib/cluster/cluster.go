@@ -113,6 +113,8 @@ type Cluster struct {
 	nodeIP string
 	dnsIP  string
 	procs  []*proc.Process
+	// apiLog is etcd's and kube-apiserver's output, also after a restart.
+	apiLog *os.File
 	lock   *node.MachineLock
 	proxy  *proc.Process
 	tokens tokens
@@ -200,11 +202,12 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 
+	// Open until Stop: StartAPIServer hands it to the next kube-apiserver.
 	apiLog, err := os.Create(c.path("logs", "kube-apiserver.log"))
 	if err != nil {
 		return errors.Wrap(err, "cannot create kube-apiserver's log")
 	}
-	defer apiLog.Close() //nolint:errcheck // kube-apiserver holds its own descriptor
+	c.apiLog = apiLog
 	policy := c.path("audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(audit.Policy()), 0o600); err != nil {
 		return errors.Wrap(err, "cannot write kube-apiserver's audit policy")
@@ -335,6 +338,9 @@ func (c *Cluster) stop() error {
 	}
 	if c.Kube != nil {
 		errs = append(errs, c.Kube.Stop())
+	}
+	if c.apiLog != nil {
+		errs = append(errs, c.apiLog.Close())
 	}
 	if c.Registry != nil {
 		errs = append(errs, c.Registry.Close())
