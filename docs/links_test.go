@@ -47,14 +47,19 @@ func anchors(md string) map[string]bool {
 }
 
 // TestRelativeLinksResolve fails when a relative link in README.md,
-// docs/*.md or examples/composition/README.md names a file that does not
-// exist, or a heading that the linked page does not have.
+// docs/*.md, notes/*.md or examples/composition/README.md names a file that
+// does not exist, or a heading that the linked page does not have.
 func TestRelativeLinksResolve(t *testing.T) {
 	root := ".."
 	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	notes, err := filepath.Glob(filepath.Join(root, "notes", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(pages, notes...)
 	pages = append(pages, filepath.Join(root, "README.md"), filepath.Join(root, "CONTRIBUTING.md"), filepath.Join(root, "examples", "composition", "README.md"))
 	for _, page := range pages {
 		md := read(t, page)

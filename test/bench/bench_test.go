@@ -71,7 +71,7 @@ func (b *bench) build(t *testing.T, _, pkg string) string {
 // test: it asserts nothing about speed. WIDGET_BENCH_ONLY=provider,drift runs
 // only those sections. docs/benchmarks.md is the curated current state: a
 // run's figures are carried there by hand, with their conditions, and the
-// run's report goes to docs/benchmarks-history.md.
+// run's report goes to the run history, notes/benchmarks-history.md.
 func TestBenchmarks(t *testing.T) {
 	if os.Getenv("WIDGET_BENCH") != "1" {
 		t.Skip("WIDGET_BENCH is not 1: benchmarks run with `make bench`")

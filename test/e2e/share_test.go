@@ -20,7 +20,7 @@ import (
 // their connection Secrets), 20% above the most it measured on stock core
 // v2.4.2 in four runs: 13.0, 13.2, 13.0 and 14.0 writes (the connection
 // Secrets are patched once or twice), 2.0 Events each time
-// (docs/convergence.md, "Our share"). Core's own writes are not
+// (notes/convergence-log.md, "Our share"). Core's own writes are not
 // counted: they are core's to cut, and on stock core they vary from run to
 // run by far more than 20%.
 const (

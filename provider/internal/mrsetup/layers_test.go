@@ -196,8 +196,9 @@ func TestLayerSavings(t *testing.T) {
 		// saved is what the life costs more without the layer.
 		saved cost
 		// benchmark, when saved is zero, is where the layer's benefit is
-		// measured (a section of docs/benchmarks.md or
-		// docs/benchmarks-history.md).
+		// measured: a section of docs/benchmarks.md, or of the run history
+		// in notes/benchmarks-history.md, relative to docs/ (go test
+		// ./docs/ checks that it resolves).
 		benchmark string
 	}{
 		"ownAnnotationsIgnored": {
@@ -206,11 +207,11 @@ func TestLayerSavings(t *testing.T) {
 		},
 		"freshGate": {
 			reason:    "Saves conflicts of reconciles from a stale cache, which a fake API server read directly has not.",
-			benchmark: "benchmarks-history.md#waiting-for-the-cache-the-watch-event-can-beat-the-writes-response",
+			benchmark: "../notes/benchmarks-history.md#waiting-for-the-cache-the-watch-event-can-beat-the-writes-response",
 		},
 		"driftFirst": {
 			reason:    "Orders requests ahead of the rate limit; writes nothing less.",
-			benchmark: "benchmarks-history.md#provider-widget-drift-repairs-ahead-of-the-reconcile-rate-limit-issue-16",
+			benchmark: "../notes/benchmarks-history.md#provider-widget-drift-repairs-ahead-of-the-reconcile-rate-limit-issue-16",
 		},
 		"defaultNameUnwritten": {
 			reason: "The initializer's update of the default external name.",
@@ -238,11 +239,11 @@ func TestLayerSavings(t *testing.T) {
 		},
 		"ownEventBroadcaster": {
 			reason:    "Memory of the event correlator.",
-			benchmark: "benchmarks-history.md#provider-widget-memory-in-the-steady-state-with-shared-strings-and-the-providers-own-event-broadcaster-issue-16",
+			benchmark: "../notes/benchmarks-history.md#provider-widget-memory-in-the-steady-state-with-shared-strings-and-the-providers-own-event-broadcaster-issue-16",
 		},
 		"copyFreeStateMetrics": {
 			reason:    "Memory of the state metrics' list.",
-			benchmark: "benchmarks-history.md#provider-widget-memory-at-10000-widgets-with-20000-foreign-secrets-issue-16",
+			benchmark: "../notes/benchmarks-history.md#provider-widget-memory-at-10000-widgets-with-20000-foreign-secrets-issue-16",
 		},
 	}
 	leanCost := func() cost { lf := newLife(t, lean); lf.live(); return lf.cost() }()

@@ -23,7 +23,7 @@ import (
 // Secret on every reconcile, and the WidgetKey controller reads it once more
 // to check that the key's secret is there; while a control plane converges a
 // resource is reconciled many times a minute, and those reads were a tenth of
-// all Secret reads at the 1,000-claim load (docs/convergence.md). So the
+// all Secret reads at the 1,000-claim load (notes/convergence-log.md#next-2026-11-25). So the
 // connection Secrets the managed reconciler reads and writes are remembered
 // for a while: a reconcile soon after the last one reads the Secret from
 // memory.

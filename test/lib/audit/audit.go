@@ -37,7 +37,8 @@ rules:
 // auditBodiesPolicy is auditPolicy that also records the request and
 // response bodies of every write a ServiceAccount makes to a managed
 // resource, an XR or a claim of this project's APIs, so that what each write
-// changed can be read from the log (docs/convergence.md). Set
+// changed can be read from the log
+// (notes/convergence-log.md#2026-11-26-third-session-what-every-write-changed-by-client). Set
 // WIDGET_AUDIT_BODIES=1 to use it; the log grows by a few kilobytes per
 // write.
 const auditBodiesPolicy = `apiVersion: audit.k8s.io/v1

@@ -319,7 +319,7 @@ func install(ctx context.Context, cp ControlPlane, endpoint string, o Options, d
 // v2.4.2: ten concurrent reconciles per controller, not 100. With 100, an
 // XR whose own write queued it again is reconciled before that write reaches
 // core's cache, and many XRs converging at once keep losing Ready
-// (docs/convergence.md).
+// (docs/convergence.md#why).
 func CoreArgs() []string { return []string{"--max-concurrent-reconciles=10"} }
 
 // Registry is where cp's packages are published: <loopback registry>/widgetco.

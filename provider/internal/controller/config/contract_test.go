@@ -101,7 +101,7 @@ func TestRuntimeRecountReadsBeforeItWrites(t *testing.T) {
 // recount that finds the finalizer there and the count unchanged carry
 // the object as it was read, resource version included, so that
 // unchangedSkipped recognises them (the 1,506 -> 634 ProviderConfig writes
-// of docs/benchmarks-history.md rest on it).
+// of notes/benchmarks-history.md rest on it).
 func TestRuntimeRecountWritesWhatItReadWhenNothingChanged(t *testing.T) {
 	_, read, written, _, _ := recount(t)
 	for i, w := range written {
