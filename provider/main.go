@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -92,10 +91,8 @@ type cli struct {
 	EnableChangeLogs bool   `name:"enable-changelogs" env:"ENABLE_CHANGELOGS" help:"Send an entry for every create, update and delete of a widget or key (the resource before the change, the operation, the drift repaired) to the change logs sidecar (alpha; see docs/runtime.md#change-logs). A missing or slow sidecar never holds up a reconcile: entries are dropped and counted."`
 	ChangeLogsSocket string `name:"changelogs-socket" default:"${changelogs_socket}" help:"Unix socket of the change logs sidecar, on a volume shared with it."`
 
-	APIRetries int `default:"4" help:"Attempts per idempotent Widget API request (retried on 5xx and transport errors, with backoff)."`
-	// Not a tuning knob: 0 exists so a test can show what the pause
-	// prevents.
-	RefusedTokenPause       time.Duration `default:"10s" help:"After the Widget API refuses a token (401, or 403 for an unmapped identity), send nothing with that token for this long, doubling up to 5m, until the token changes: refused attempts get the provider's address throttled for every tenant (docs/tenancy.md). 0 disables the pause."`
+	APIRetries              int           `default:"4" help:"Attempts per idempotent Widget API request (retried on 5xx and transport errors, with backoff)."`
+	RefusedTokenPause       time.Duration `default:"10s" help:"After the Widget API refuses a token (401, or 403 for an unmapped identity), send nothing with that token for this long, doubling up to 5m, until the token changes: refused attempts get the provider's address throttled for every tenant (docs/tenancy.md). At least 1s."`
 	RefusedCredentialBurst  int           `default:"3" help:"Attempts with credentials the Widget API has not accepted yet (a new token, the one attempt after a pause) that the ProviderConfigs of one namespace - or the cluster scope - may make at once; only refused ones are kept. Then one per --refused-credential-refill. Credentials known to be accepted are never held back. Keep the sum over the namespaces that may try bad tokens under the Widget API's --failed-auth-burst (docs/tenancy.md). 0 disables the budget."`
 	RefusedCredentialRefill time.Duration `default:"1m" help:"How often one namespace's (or the cluster scope's) budget of attempts with credentials not accepted yet gets one back (see --refused-credential-burst)."`
 
@@ -105,9 +102,8 @@ type cli struct {
 	// constants of conversionwebhook.NewServer.
 	WebhookMaxRequestBytes int64 `default:"4194304" help:"Largest conversion request body the webhook reads (4 MiB: etcd stores objects up to 1.5 MiB by default). Raise it with etcd's --max-request-bytes."`
 
-	// TestClockFile is for tests only (hidden): they move the provider's
-	// clock forward to reach key rotations due in hours without waiting.
-	TestClockFile string `hidden:"" type:"path" help:"For tests only: a file holding a Go duration (e.g. 25h) by which the clock that schedules key rotations runs ahead."`
+	// Flags of test builds only (testhooks.go); empty in the packages.
+	testHooks `embed:""`
 }
 
 func main() {
@@ -126,7 +122,22 @@ func main() {
 // creates them (docs/benchmarks.md).
 const gcPercent = 50
 
+// validate rejects flag values the provider cannot run with, before it
+// connects to anything.
+func (c *cli) validate() error {
+	if c.MinPollInterval <= 0 {
+		return fmt.Errorf("--min-poll-interval must be positive, not %s", c.MinPollInterval)
+	}
+	if c.RefusedTokenPause < c.minRefusedTokenPause() {
+		return fmt.Errorf("--refused-token-pause must be at least %s, not %s: without a pause, retries with one refused token get the provider's address throttled by the Widget API for every tenant", c.minRefusedTokenPause(), c.RefusedTokenPause)
+	}
+	return nil
+}
+
 func run(c *cli) error {
+	if err := c.validate(); err != nil {
+		return err
+	}
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
 	}
@@ -218,9 +229,6 @@ func run(c *cli) error {
 		}
 	}
 
-	if c.MinPollInterval <= 0 {
-		return fmt.Errorf("--min-poll-interval must be positive, not %s", c.MinPollInterval)
-	}
 	jitter := c.PollJitter
 	if jitter == 0 {
 		jitter = c.PollInterval / 10
@@ -251,10 +259,7 @@ func run(c *cli) error {
 		// The floor of the crossplane.io/poll-interval annotation.
 		MinPollInterval: c.MinPollInterval,
 	}
-	if c.TestClockFile != "" {
-		log.Info("Key rotation schedules use a test clock", "file", c.TestClockFile)
-		d.Now = fileClock(c.TestClockFile)
-	}
+	c.applyTo(&d, log)
 	if c.ChangeFeed {
 		fm := feed.NewManager(log.WithValues("component", "change-feed"), own,
 			feed.WithWait(c.FeedWait), feed.WithIdleTimeout(max(3*c.PollInterval, 15*time.Minute)), feed.WithRecentWidgets(recent),
@@ -341,25 +346,6 @@ func webhookServer(c *cli) webhook.Server {
 		CertDir: c.WebhookTLSCertDir,
 		TLSOpts: []func(*tls.Config){func(t *tls.Config) { t.MinVersion = tls.VersionTLS13 }},
 	})
-}
-
-// fileClock returns a clock that runs ahead of time.Now by the duration
-// written in file, read at every call; a file that is missing or does not
-// hold a duration means no offset. Tests use it (--test-clock-file) to
-// reach rotations due in hours without waiting for them.
-func fileClock(file string) func() time.Time {
-	return func() time.Time {
-		now := time.Now()
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return now
-		}
-		d, err := time.ParseDuration(strings.TrimSpace(string(b)))
-		if err != nil {
-			return now
-		}
-		return now.Add(d)
-	}
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

@@ -29,9 +29,13 @@ type build struct {
 	err  error
 }
 
+// TestHooks is the build tag of the test hooks (provider/testhooks.go):
+// binaries Build makes carry them, the packages Crossplane installs do not.
+const TestHooks = "testhooks"
+
 // Build builds the main package pkg (an import path of this module, e.g.
 // github.com/widgetco/crossplane-widget/provider) once per process, with
-// the module's go.mod, and returns the binary's path. Concurrent and later
+// the module's go.mod and the TestHooks tag, and returns the binary's path. Concurrent and later
 // calls for the same package wait for and share that build. Binaries live
 // in a temporary directory of this process that Clean removes (or the
 // next process to build, once this one has ended).
@@ -55,7 +59,7 @@ func Build(ctx context.Context, pkg string) (string, error) {
 	mu.Unlock()
 
 	b.once.Do(func() {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg) //nolint:gosec // pkg names a package of this module
+		cmd := exec.CommandContext(ctx, "go", "build", "-tags", TestHooks, "-o", bin, pkg) //nolint:gosec // pkg names a package of this module
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("cannot build %s: %w\n%s", pkg, err, out)
 			return
