@@ -163,7 +163,7 @@ render-update: ## Regenerate the golden crossplane render output of the examples
 
 .PHONY: bench
 bench: node-preflight build ## Run the benchmarks and write _output/bench/benchmarks.md (not part of make test; its end-to-end sections run a real one-node cluster, as root; WIDGET_BENCH_N=1000 for the full provider run).
-	$(GO) test -run '^$$' -bench . -benchmem ./widgetapi/server/ ./function/
+	$(GO) test -run '^$$' -bench . -benchmem ./widgetapi/server/ ./function/fn/
 	$(TOOLS) all
 	eval "$$($(TOOLS) env)" && E2E_NODE=1 WIDGET_BENCH=1 $(GO) test -count=1 -timeout 30m -run TestBenchmarks -v ./test/bench/
 

@@ -102,7 +102,7 @@ func missingReasons(page string, reasons map[string]string) []string {
 //
 //   - constants of type event.Reason or xpv2.ConditionReason, declared or
 //     used, and string constants named reason... or Reason... (the
-//     function's reasons are untyped: function/conditions.go);
+//     function's reasons are untyped: function/fn/conditions.go);
 //   - constant strings set as a field named Reason or reason (composite
 //     literals and assignments: the function's conditions and rejections);
 //   - the reason of each condition constructor called (xpv2.Available());

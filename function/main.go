@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc/health"
+
+	"github.com/widgetco/crossplane-widget/function/fn"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -47,23 +49,23 @@ func (c *CLI) Run() error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m, err := NewPrometheusMetrics(reg)
+	m, err := fn.NewPrometheusMetrics(reg)
 	if err != nil {
 		return err
 	}
 
-	f, err := NewFunction(WithLogger(log), WithMetrics(m))
+	f, err := fn.NewFunction(fn.WithLogger(log), fn.WithMetrics(m))
 	if err != nil {
 		return err
 	}
 
 	if c.HealthProbeAddress != "" && c.Network == "tcp" {
-		if err := serveHealth(c.HealthProbeAddress, c.Address); err != nil {
+		if err := fn.ServeHealth(c.HealthProbeAddress, c.Address); err != nil {
 			return fmt.Errorf("cannot serve health probes on %s: %w", c.HealthProbeAddress, err)
 		}
 	}
 	log.Info("Starting function-widget", "version", version, "address", c.Address, "insecure", c.Insecure, "metrics-address", c.MetricsAddress, "health-probe-address", c.HealthProbeAddress)
-	return function.Serve(Recover(f, log, m),
+	return function.Serve(fn.Recover(f, log, m),
 		function.Listen(c.Network, c.Address),
 		function.MTLSCertificates(c.TLSCertsDir),
 		function.Insecure(c.Insecure),

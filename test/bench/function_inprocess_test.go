@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// inProcess is one Go benchmark of ./function/, medians over -count runs.
+// inProcess is one Go benchmark of ./function/fn/, medians over -count runs.
 type inProcess struct {
 	name                  string
 	nsOp, bytesOp, allocs float64
@@ -19,11 +19,12 @@ type inProcess struct {
 	runs                  int
 }
 
-// benchInProcess runs the function's own Go benchmarks (package main cannot
-// be imported from here) and parses their output.
+// benchInProcess runs the function's own Go benchmarks (BenchmarkRunFunction
+// and BenchmarkRunFunctionNamespacePolicy of package fn, in its test files,
+// which no other package can import) and parses their output.
 func benchInProcess(t *testing.T, root string, count int) ([]inProcess, string) {
 	t.Helper()
-	args := []string{"test", "-run", "^$", "-bench", "BenchmarkRunFunction", "-benchmem", "-count", strconv.Itoa(count), "./function/"}
+	args := []string{"test", "-run", "^$", "-bench", "BenchmarkRunFunction", "-benchmem", "-count", strconv.Itoa(count), "./function/fn/"}
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()

@@ -1,0 +1,47 @@
+package fn
+
+import (
+	"fmt"
+
+	"github.com/crossplane/function-sdk-go/errors"
+	"github.com/crossplane/function-sdk-go/resource"
+)
+
+// XR status fields the function writes. It owns them: a field it does not
+// write, because what it reports is not known (any more), is removed from
+// the XR.
+const (
+	statusEndpoint             = "status.endpoint"
+	statusWidgetState          = "status.widgetState"
+	statusExternalName         = "status.externalName"
+	statusRegion               = "status.region"
+	statusKeysReady            = "status.keysReady"
+	statusConnectionSecretName = "status.connectionSecretName"
+)
+
+// setStatus writes what the app team needs to know about its widget to the
+// desired XR's status: the widget's endpoint, state, name in the Widget API
+// and region, how many access keys are ready, and, for a namespaced XR, the
+// name of the connection Secret.
+func setStatus(xr *resource.Composite, x xwidget, s settings, obs observation) error {
+	type field struct{ path, value string }
+	fields := []field{
+		{statusEndpoint, obs.widget.endpoint()},
+		{statusWidgetState, string(obs.widget.atProvider.State)},
+		{statusExternalName, obs.widget.externalName},
+		{statusRegion, obs.widget.atProvider.Region},
+		{statusKeysReady, fmt.Sprintf("%d/%d", obs.readyKeys(), len(obs.keys))},
+	}
+	if x.flavour == FlavourNamespaced {
+		fields = append(fields, field{statusConnectionSecretName, s.secretName})
+	}
+	for _, f := range fields {
+		if f.value == "" {
+			continue
+		}
+		if err := xr.Resource.SetString(f.path, f.value); err != nil {
+			return errors.Wrapf(err, "cannot set %s", f.path)
+		}
+	}
+	return nil
+}
