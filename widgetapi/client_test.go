@@ -27,23 +27,10 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-// eventually polls fn until it returns true, failing the test after d.
-func eventually(t *testing.T, d time.Duration, what string, fn func() bool) {
-	t.Helper()
-	wait.For(t, d, what, func() error {
-		if fn() {
-			return nil
-		}
-		return errNotYet
-	})
-}
-
-var errNotYet = errors.New("not yet")
-
 func waitState(t *testing.T, c *widgetapi.Client, name string, want widgetapi.State) *widgetapi.Widget {
 	t.Helper()
 	var w *widgetapi.Widget
-	eventually(t, 10*time.Second, "widget "+name+" to be "+string(want), func() bool {
+	wait.ForTrue(t, 10*time.Second, "widget "+name+" to be "+string(want), func() bool {
 		var err error
 		w, err = c.GetWidget(ctx(t), name)
 		if err != nil {
@@ -122,7 +109,7 @@ func TestWidgetLifecycle(t *testing.T) {
 	if _, err := c.DeleteWidget(ctx(t), "w1"); err != nil && !widgetapi.IsNotFound(err) {
 		t.Errorf("second DeleteWidget: %v, want success or not found", err)
 	}
-	eventually(t, 10*time.Second, "widget to be gone", func() bool {
+	wait.ForTrue(t, 10*time.Second, "widget to be gone", func() bool {
 		_, err := c.GetWidget(ctx(t), "w1")
 		return widgetapi.IsNotFound(err)
 	})
@@ -469,7 +456,7 @@ func TestKeys(t *testing.T) {
 	if _, err := c.DeleteWidget(ctx(t), "kw"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "widget to be gone", func() bool {
+	wait.ForTrue(t, 10*time.Second, "widget to be gone", func() bool {
 		_, err := c.GetWidget(ctx(t), "kw")
 		return widgetapi.IsNotFound(err)
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/widgetco/crossplane-widget/test/lib/wait"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
@@ -37,7 +38,7 @@ func TestFollower(t *testing.T) {
 	if _, err := c.PatchWidget(ctx(t), "during", widgetapi.PatchWidgetRequest{Description: ptr("x")}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "follower to see the update", func() bool {
+	wait.ForTrue(t, 10*time.Second, "follower to see the update", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) > 0 && got[len(got)-1].Type == widgetapi.ChangeWidgetUpdated
@@ -90,9 +91,9 @@ func TestFollowerResyncsWhenExpired(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx(t))
 	done := make(chan int64)
 	go func() { done <- f.Run(runCtx, 0) }()
-	eventually(t, 10*time.Second, "a resync", func() bool { return resyncs.Load() == 1 })
+	wait.ForTrue(t, 10*time.Second, "a resync", func() bool { return resyncs.Load() == 1 })
 	mustCreate(t, c, "fresh")
-	eventually(t, 10*time.Second, "the new change", func() bool { return delivered.Load() == 1 })
+	wait.ForTrue(t, 10*time.Second, "the new change", func() bool { return delivered.Load() == 1 })
 	cancel()
 	if last := <-done; last != 5 {
 		t.Errorf("Run returned %d, want 5", last)

@@ -53,6 +53,7 @@ import (
 	namespacedv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/test/lib/cluster"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
+	"github.com/widgetco/crossplane-widget/test/lib/wait"
 	"github.com/widgetco/crossplane-widget/test/lib/widgetserver"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
@@ -280,19 +281,15 @@ func git(ctx context.Context, t *testing.T, dir string, args ...string) string {
 
 func (e *env) eventually(what string, fn func() error) {
 	e.t.Helper()
-	deadline := time.Now().Add(waitTimeout)
+	ctx, cancel := context.WithTimeout(e.ctx, waitTimeout)
+	defer cancel()
 	var last error
-	for time.Now().Before(deadline) {
-		if last = fn(); last == nil {
-			return
-		}
-		select {
-		case <-e.ctx.Done():
-			e.t.Fatalf("%s: %v (last: %v)", what, e.ctx.Err(), last)
-		case <-time.After(500 * time.Millisecond):
-		}
+	if err := wait.Poll(ctx, 500*time.Millisecond, func(context.Context) (bool, error) {
+		last = fn()
+		return last == nil, nil
+	}); err != nil {
+		e.t.Fatalf("%s: not after %s: %v (last: %v)", what, waitTimeout, err, last)
 	}
-	e.t.Fatalf("%s: not after %s: %v", what, waitTimeout, last)
 }
 
 func (e *env) create(objs ...client.Object) {

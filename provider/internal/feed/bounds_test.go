@@ -14,6 +14,7 @@ import (
 
 	"github.com/widgetco/crossplane-widget/provider/internal/clients"
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
+	"github.com/widgetco/crossplane-widget/test/lib/wait"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
@@ -249,7 +250,7 @@ func TestChangeTypeLabels(t *testing.T) {
 	m := NewManager(logging.NewNopLogger(), met)
 	start(t, m)
 	m.Follow(connection(t, hs.URL, "evil"), kindWidget, "w", mrA)
-	eventually(t, "the made-up changes to be counted", func() bool { return counter(t, met.FeedChanges.WithLabelValues("unknown")) >= 50 })
+	wait.ForTrue(t, timeout, "the made-up changes to be counted", func() bool { return counter(t, met.FeedChanges.WithLabelValues("unknown")) >= 50 })
 	series := make(chan prometheus.Metric, 100)
 	met.FeedChanges.Collect(series)
 	close(series)

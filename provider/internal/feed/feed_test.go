@@ -2,7 +2,6 @@ package feed
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -42,18 +41,6 @@ var (
 	keyA = types.NamespacedName{Namespace: "team-a", Name: "key-a"}
 	keyB = types.NamespacedName{Namespace: "team-a", Name: "key-b"}
 )
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	wait.For(t, timeout, what, func() error {
-		if cond() {
-			return nil
-		}
-		return errNotYet
-	})
-}
-
-var errNotYet = errors.New("not yet")
 
 // feedServer serves a reference server's API and reports when a change feed
 // follower starts its first long poll (a read after a position, so the
@@ -119,7 +106,7 @@ func start(t *testing.T, m *Manager) {
 		cancel()
 		<-done
 	})
-	eventually(t, "the manager to start", func() bool {
+	wait.ForTrue(t, timeout, "the manager to start", func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		return m.ctx != nil
@@ -328,7 +315,7 @@ func TestEvents(t *testing.T) {
 			}
 			// The counter may be bumped just after the request is queued.
 			want := float64(len(tc.want.widgets) + len(tc.want.keys) + 1)
-			eventually(t, "feed enqueues counted (the sentinel's included)", func() bool { return counter(t, met.FeedEnqueues) == want })
+			wait.ForTrue(t, timeout, "feed enqueues counted (the sentinel's included)", func() bool { return counter(t, met.FeedEnqueues) == want })
 			if got := counter(t, met.FeedEnqueues); got != want {
 				t.Errorf("%s\nfeed enqueues counted: want %v (the sentinel's included), got %v", tc.reason, want, got)
 			}
@@ -541,7 +528,7 @@ func TestIdleFollowersAreReaped(t *testing.T) {
 	m := NewManager(logging.NewNopLogger(), metrics.New(), WithIdleTimeout(100*time.Millisecond), WithWait(time.Second))
 	start(t, m)
 	m.Follow(connection(t, env.URL, "conn-a"), kindWidget, "w1", mrA)
-	eventually(t, "the idle follower to be reaped", func() bool {
+	wait.ForTrue(t, timeout, "the idle follower to be reaped", func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		return len(m.followers) == 0
@@ -574,11 +561,11 @@ func TestFollowing(t *testing.T) {
 		t.Error("Following() before Follow: want false")
 	}
 	m.Follow(c, kindWidget, "w1", mrA)
-	eventually(t, "the connection to count as followed once its feed polled", func() bool { return m.Following(c) })
+	wait.ForTrue(t, timeout, "the connection to count as followed once its feed polled", func() bool { return m.Following(c) })
 	broken.Store(true)
-	eventually(t, "the connection to stop counting while its feed fails", func() bool { return !m.Following(c) })
+	wait.ForTrue(t, timeout, "the connection to stop counting while its feed fails", func() bool { return !m.Following(c) })
 	broken.Store(false)
-	eventually(t, "the connection to count again once its feed recovers", func() bool { return m.Following(c) })
+	wait.ForTrue(t, timeout, "the connection to count again once its feed recovers", func() bool { return m.Following(c) })
 }
 
 // TestRefusedTokenStopsFollower checks that a follower whose token the
@@ -604,7 +591,7 @@ func TestRefusedTokenStopsFollower(t *testing.T) {
 	}
 	// A token file's connection keeps its key when the file is rotated.
 	m.Follow(&clients.Connection{Client: expired, Key: "conn-a", Endpoint: hs.URL}, kindWidget, "w1", mrA)
-	eventually(t, "the follower with a refused token to stop", func() bool {
+	wait.ForTrue(t, timeout, "the follower with a refused token to stop", func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		return len(m.followers) == 0
@@ -615,5 +602,5 @@ func TestRefusedTokenStopsFollower(t *testing.T) {
 	}
 	rotated := connection(t, hs.URL, "conn-a")
 	m.Follow(rotated, kindWidget, "w1", mrA)
-	eventually(t, "the connection to be followed with its rotated token", func() bool { return m.Following(rotated) })
+	wait.ForTrue(t, timeout, "the connection to be followed with its rotated token", func() bool { return m.Following(rotated) })
 }

@@ -4,23 +4,22 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/widgetco/crossplane-widget/test/lib/kube"
+	"github.com/widgetco/crossplane-widget/test/lib/wait"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
 	pkgv1beta1 "github.com/crossplane/crossplane/apis/v2/pkg/v1beta1"
@@ -90,7 +89,7 @@ func (c *Cluster) ApplyConfiguration(ctx context.Context, name, ref string) erro
 // Healthy at ref.
 func (c *Cluster) WaitConfiguration(ctx context.Context, name, ref string) error {
 	last := ""
-	err := poll(ctx, 250*time.Millisecond, func(ctx context.Context) bool {
+	err := wait.Until(ctx, 250*time.Millisecond, func(ctx context.Context) bool {
 		cfg := &pkgv1.Configuration{}
 		if err := c.Kube.Client.Get(ctx, types.NamespacedName{Name: name}, cfg); err != nil {
 			last = err.Error()
@@ -122,24 +121,28 @@ func (c *Cluster) lockStatus(ctx context.Context) string {
 
 // A pkgKind is a kind of package with a runtime.
 type pkgKind struct {
-	kind        string
-	newPkg      func() pkgv1.PackageWithRuntime
-	newRevision func() pkgv1.PackageRevisionWithRuntime
-	runtime     func(c *Cluster, name string) *Runtime
+	kind    string
+	newPkg  func() pkgv1.PackageWithRuntime
+	runtime func(c *Cluster, name string) *Runtime
+}
+
+// named is a package of the kind named name.
+func (k pkgKind) named(name string) pkgv1.PackageWithRuntime {
+	p := k.newPkg()
+	p.SetName(name)
+	return p
 }
 
 var (
 	kindProvider = pkgKind{
-		kind:        "Provider",
-		newPkg:      func() pkgv1.PackageWithRuntime { return &pkgv1.Provider{} },
-		newRevision: func() pkgv1.PackageRevisionWithRuntime { return &pkgv1.ProviderRevision{} },
-		runtime:     (*Cluster).Provider,
+		kind:    "Provider",
+		newPkg:  func() pkgv1.PackageWithRuntime { return &pkgv1.Provider{} },
+		runtime: (*Cluster).Provider,
 	}
 	kindFunction = pkgKind{
-		kind:        "Function",
-		newPkg:      func() pkgv1.PackageWithRuntime { return &pkgv1.Function{} },
-		newRevision: func() pkgv1.PackageRevisionWithRuntime { return &pkgv1.FunctionRevision{} },
-		runtime:     (*Cluster).Function,
+		kind:    "Function",
+		newPkg:  func() pkgv1.PackageWithRuntime { return &pkgv1.Function{} },
+		runtime: (*Cluster).Function,
 	}
 )
 
@@ -175,7 +178,7 @@ func (c *Cluster) InstallFunction(ctx context.Context, name, ref, config string)
 
 func (c *Cluster) dependency(ctx context.Context, k pkgKind, name, config string) (*Runtime, error) {
 	pkg := k.newPkg()
-	if err := poll(ctx, 250*time.Millisecond, func(ctx context.Context) bool {
+	if err := wait.Until(ctx, 250*time.Millisecond, func(ctx context.Context) bool {
 		return c.Kube.Client.Get(ctx, types.NamespacedName{Name: name}, pkg) == nil
 	}); err != nil {
 		return nil, errors.Wrapf(err, "cannot wait for Crossplane to install %s %s as a dependency (the Lock: %s)", k.kind, name, c.lockStatus(ctx))
@@ -220,75 +223,13 @@ func (c *Cluster) upgrade(ctx context.Context, k pkgKind, name, ref, config stri
 func (c *Cluster) settle(ctx context.Context, k pkgKind, name, ref, config string) (*Runtime, error) {
 	r := k.runtime(c, name)
 	last := ""
-	err := poll(ctx, 250*time.Millisecond, func(ctx context.Context) bool {
-		pkg := k.newPkg()
-		if err := c.Kube.Client.Get(ctx, types.NamespacedName{Name: name}, pkg); err != nil {
-			last = err.Error()
-			return false
-		}
-		if hl := pkg.GetCondition(pkgv1.TypeHealthy); hl.Status != corev1.ConditionTrue {
-			last = "Healthy=" + string(hl.Status) + " " + hl.Message
-			return false
-		}
-		rev := pkg.GetCurrentRevision()
-		rv := k.newRevision()
-		if err := c.Kube.Client.Get(ctx, types.NamespacedName{Name: rev}, rv); err != nil {
-			last = "revision " + rev + ": " + err.Error()
-			return false
-		}
-		if ref != "" && rv.GetSource() != ref {
-			last = "revision " + rev + " is of " + rv.GetSource() + ", not " + ref + " yet"
-			return false
-		}
-		if cr := rv.GetRuntimeConfigRef(); config != "" && (cr == nil || cr.Name != config) {
-			last = "revision " + rev + " is not of DeploymentRuntimeConfig " + config + " yet"
-			return false
-		}
-		for _, t := range []xpv2.ConditionType{pkgv1.TypeRevisionHealthy, pkgv1.TypeRuntimeHealthy} {
-			if cd := rv.GetCondition(t); cd.Status != corev1.ConditionTrue {
-				last = "revision " + rev + " " + string(t) + "=" + string(cd.Status) + " " + cd.Message
-				return false
-			}
-		}
-		d := &appsv1.Deployment{}
-		if err := c.Kube.Client.Get(ctx, types.NamespacedName{Namespace: CrossplaneNamespace, Name: rev}, d); err != nil {
-			last = "Deployment " + rev + ": " + err.Error()
-			return false
-		}
-		want := ptr.Deref(d.Spec.Replicas, 1)
-		if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas != want || d.Status.ReadyReplicas != want || d.Status.Replicas != want {
-			last = fmt.Sprintf("Deployment %s: %d of %d replicas updated and ready", rev, d.Status.ReadyReplicas, want)
-			return false
-		}
-		pods := &corev1.PodList{}
-		if err := c.Kube.Client.List(ctx, pods, client.InNamespace(CrossplaneNamespace), client.MatchingLabels{r.label: name}); err != nil {
-			last = err.Error()
-			return false
-		}
-		for _, p := range pods.Items {
-			if !strings.HasPrefix(p.Name, rev+"-") {
-				last = "pod " + p.Name + " of another revision still runs"
-				return false
-			}
-		}
-		return true
+	err := wait.Until(ctx, 250*time.Millisecond, func(ctx context.Context) bool {
+		var running bool
+		running, last = kube.PackageRunning(ctx, c.Kube.Client, CrossplaneNamespace, k.named(name), ref, config)
+		return running
 	})
 	if err != nil {
 		return nil, errors.Wrapf(err, "%s %s not running: %s", k.kind, name, last)
 	}
 	return r, nil
-}
-
-// poll calls fn every interval until it returns true or ctx ends.
-func poll(ctx context.Context, interval time.Duration, fn func(context.Context) bool) error {
-	for {
-		if fn(ctx) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(interval):
-		}
-	}
 }

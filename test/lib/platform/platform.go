@@ -13,7 +13,6 @@ package platform
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -21,7 +20,6 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sync/errgroup"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,6 +35,8 @@ import (
 	pkgv1beta1 "github.com/crossplane/crossplane/apis/v2/pkg/v1beta1"
 
 	"github.com/widgetco/crossplane-widget/package/xpkg"
+	"github.com/widgetco/crossplane-widget/test/lib/kube"
+	"github.com/widgetco/crossplane-widget/test/lib/wait"
 )
 
 // Org is the registry path, under the loopback registry's host, that the
@@ -181,7 +181,7 @@ func Install(ctx context.Context, cp ControlPlane, endpoint string, o Options) e
 // available.
 func runWith(ctx context.Context, cp ControlPlane, pkg pkgv1.PackageWithRuntime, config string) error {
 	c := cp.Client()
-	if err := poll(ctx, 250*time.Millisecond, func(ctx context.Context) bool {
+	if err := wait.Until(ctx, 250*time.Millisecond, func(ctx context.Context) bool {
 		return c.Get(ctx, client.ObjectKeyFromObject(pkg), pkg) == nil
 	}); err != nil {
 		return errors.Wrapf(err, "cannot wait for Crossplane to install %s as a dependency", pkg.GetName())
@@ -191,68 +191,12 @@ func runWith(ctx context.Context, cp ControlPlane, pkg pkgv1.PackageWithRuntime,
 		return errors.Wrapf(err, "cannot point %s at DeploymentRuntimeConfig %s", pkg.GetName(), config)
 	}
 	last := ""
-	err := poll(ctx, 500*time.Millisecond, func(ctx context.Context) bool {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(pkg), pkg); err != nil {
-			last = err.Error()
-			return false
-		}
-		if hl := pkg.GetCondition(pkgv1.TypeHealthy); hl.Status != corev1.ConditionTrue {
-			last = "Healthy=" + string(hl.Status) + " " + hl.Message
-			return false
-		}
-		rev := pkg.GetCurrentRevision()
-		var r pkgv1.PackageRevisionWithRuntime = &pkgv1.ProviderRevision{}
-		if _, ok := pkg.(*pkgv1.Function); ok {
-			r = &pkgv1.FunctionRevision{}
-		}
-		if err := c.Get(ctx, types.NamespacedName{Name: rev}, r); err != nil {
-			last = "revision " + rev + ": " + err.Error()
-			return false
-		}
-		if ref := r.GetRuntimeConfigRef(); ref == nil || ref.Name != config {
-			last = "revision " + rev + " is not of DeploymentRuntimeConfig " + config + " yet"
-			return false
-		}
-		d := &appsv1.Deployment{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: cp.Namespace(), Name: rev}, d); err != nil {
-			last = "Deployment " + rev + ": " + err.Error()
-			return false
-		}
-		want := int32(1)
-		if d.Spec.Replicas != nil {
-			want = *d.Spec.Replicas
-		}
-		last = fmt.Sprintf("Deployment %s: %d of %d replicas updated and available", rev, d.Status.AvailableReplicas, want)
-		if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas != want ||
-			d.Status.AvailableReplicas != want || d.Status.Replicas != want {
-			return false
-		}
-		// The revision of Crossplane's default runtime config goes too:
-		// until its pods are gone they run with a ServiceAccount whose
-		// binding is gone (audit.Log's rollout window covers them).
-		pods := &corev1.PodList{}
-		if err := c.List(ctx, pods, client.InNamespace(cp.Namespace()), client.MatchingLabels{packageLabel(pkg): pkg.GetName()}); err != nil {
-			last = err.Error()
-			return false
-		}
-		for _, p := range pods.Items {
-			if !strings.HasPrefix(p.Name, rev+"-") {
-				last = "pod " + p.Name + " of another revision still runs"
-				return false
-			}
-		}
-		return true
+	err := wait.Until(ctx, 500*time.Millisecond, func(ctx context.Context) bool {
+		var running bool
+		running, last = kube.PackageRunning(ctx, c, cp.Namespace(), pkg, "", config)
+		return running
 	})
 	return errors.Wrapf(err, "%s not running with DeploymentRuntimeConfig %s: %s", pkg.GetName(), config, last)
-}
-
-// packageLabel is the label Crossplane puts on a package's pods, whose
-// value is the package's name.
-func packageLabel(pkg pkgv1.PackageWithRuntime) string {
-	if _, ok := pkg.(*pkgv1.Function); ok {
-		return "pkg.crossplane.io/function"
-	}
-	return "pkg.crossplane.io/provider"
 }
 
 // install is Install's path; dependencies waits until the provider and the
@@ -467,7 +411,7 @@ func configure(ctx context.Context, h ControlPlane, root, token, endpoint string
 // waitCRDs waits for the named CRDs to be established.
 func waitCRDs(ctx context.Context, c client.Client, names ...string) error {
 	pending := ""
-	err := poll(ctx, 250*time.Millisecond, func(ctx context.Context) bool {
+	err := wait.Until(ctx, 250*time.Millisecond, func(ctx context.Context) bool {
 		var missing []string
 		for _, n := range names {
 			crd := &extv1.CustomResourceDefinition{}
@@ -505,20 +449,6 @@ func EnsureNamespace(ctx context.Context, c client.Client, ns string) error {
 	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	if err != nil && !kerrors.IsAlreadyExists(err) {
 		return errors.Wrapf(err, "cannot create namespace %s", ns)
-	}
-	return nil
-}
-
-// poll calls fn every interval until it returns true or ctx is done.
-func poll(ctx context.Context, interval time.Duration, fn func(ctx context.Context) bool) error {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for !fn(ctx) {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ package wait
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -32,6 +33,12 @@ func Poll(ctx context.Context, interval time.Duration, fn func(ctx context.Conte
 	}
 }
 
+// Until is Poll for a condition that cannot fail: it returns nil once cond
+// holds, or ctx's error when ctx ends first.
+func Until(ctx context.Context, interval time.Duration, cond func(ctx context.Context) bool) error {
+	return Poll(ctx, interval, func(ctx context.Context) (bool, error) { return cond(ctx), nil })
+}
+
 // For calls fn until it returns nil and returns how long that took. After
 // timeout it fails t, naming what it waited for and fn's last error: the
 // state that never became what the test wanted.
@@ -49,6 +56,21 @@ func For(t testing.TB, timeout time.Duration, what string, fn func() error) time
 		time.Sleep(Interval)
 	}
 }
+
+// ForTrue is For for a condition that has no state to report: it fails t
+// after timeout unless cond holds.
+func ForTrue(t testing.TB, timeout time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	return For(t, timeout, what, func() error {
+		if cond() {
+			return nil
+		}
+		return errNotYet
+	})
+}
+
+// errNotYet is ForTrue's last state: the condition did not hold.
+var errNotYet = errors.New("not yet")
 
 // Consistently calls fn for d and fails t the first time it returns an
 // error: for what must stay true (nothing is created, nothing changes).

@@ -7,8 +7,6 @@ import (
 	"time"
 )
 
-var errNotYet = errors.New("not yet")
-
 func TestPoll(t *testing.T) {
 	errBoom := errors.New("boom")
 	cases := map[string]struct {
@@ -107,5 +105,29 @@ func TestConsistently(t *testing.T) {
 		})
 	}) {
 		t.Errorf("Consistently(...): a condition that stops holding must fail the test")
+	}
+}
+
+func TestForTrue(t *testing.T) {
+	calls := 0
+	if run(func(tb testing.TB) {
+		ForTrue(tb, time.Second, "the second call", func() bool { calls++; return calls == 2 })
+	}) {
+		t.Errorf("ForTrue(...): failed although the condition held on the second call")
+	}
+	if !run(func(tb testing.TB) { ForTrue(tb, 20*time.Millisecond, "never", func() bool { return false }) }) {
+		t.Errorf("ForTrue(...): a condition that never holds must fail the test")
+	}
+}
+
+func TestUntil(t *testing.T) {
+	calls := 0
+	if err := Until(context.Background(), time.Millisecond, func(context.Context) bool { calls++; return calls == 3 }); err != nil {
+		t.Errorf("Until(...): %v, want nil once the condition holds", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := Until(ctx, time.Millisecond, func(context.Context) bool { return false }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Until(...): %v, want the context's deadline when the condition never holds", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/widgetco/crossplane-widget/test/lib/wait"
 	"github.com/widgetco/crossplane-widget/widgetapi/server/idtoken"
 	"github.com/widgetco/crossplane-widget/widgetapi/server/idtoken/idtokentest"
 )
@@ -101,7 +102,7 @@ func TestSeen(t *testing.T) {
 	f.set(idtokentest.JWKS(k["rsa2"]), nil)
 	clk.Add(idtoken.DefaultMaxKeyAge) // the held key is refetched: rsa-1 is gone
 	authenticate(valid)               // starts the background fetch
-	waitFor(t, func() bool { return f.n.Load() >= 2 })
+	wait.ForTrue(t, 5*time.Second, "two requests to the fetcher", func() bool { return f.n.Load() >= 2 })
 	for i := 0; i < 100 && a.Seen(valid); i++ {
 		clk.Add(idtoken.CachedTokenTTL)
 		authenticate(valid) // refused once the new keys are in use
@@ -113,15 +114,4 @@ func TestSeen(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Seen over time, -want, +got:\n%s", diff)
 	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for range 500 {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("condition not met within 5s")
 }
