@@ -5,7 +5,6 @@ package bench
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,22 +15,18 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/widgetco/crossplane-widget/apis"
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
 	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
-	"github.com/widgetco/crossplane-widget/test/lib/kube"
 	"github.com/widgetco/crossplane-widget/test/lib/proc"
+	"github.com/widgetco/crossplane-widget/test/lib/providerenv"
 )
 
 // kubeEnv is envtest (kube-apiserver + etcd) with the provider's CRDs and a
-// kubeconfig for the provider.
+// kubeconfig for the provider (test/lib/providerenv).
 type kubeEnv struct {
 	kube       client.WithWatch
 	kubeconfig string
@@ -39,14 +34,9 @@ type kubeEnv struct {
 
 func startKube(t *testing.T, root string) *kubeEnv {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = apis.AddToScheme(scheme)
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	env, err := kube.Start(kube.Options{
-		CRDDirs:    []string{filepath.Join(root, "package", "provider", "crds")},
-		Kubeconfig: path,
-		Scheme:     scheme,
+	k, err := providerenv.StartKube(providerenv.Options{
+		Root: root,
+		Dir:  t.TempDir(),
 		// Measure the API server, not our client's limiter (at 1000/s and
 		// a burst of 2000 the raw creates of 10,000 objects measured the
 		// limiter: 1,250/s).
@@ -55,35 +45,19 @@ func startKube(t *testing.T, root string) *kubeEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &kubeEnv{kube: c, kubeconfig: path}
+	t.Cleanup(func() { _ = k.Stop() })
+	return &kubeEnv{kube: k.Client, kubeconfig: k.Kubeconfig}
 }
 
 // setupWidgetProject creates namespace ns with a Secret holding token and a
 // ProviderConfig "default" pointing at the Widget API at endpoint.
 func setupWidgetProject(t *testing.T, k *kubeEnv, ns, endpoint, token string) {
 	t.Helper()
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "widget-token"}, StringData: map[string]string{"token": token}},
-		&nsv1alpha1.ProviderConfig{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"},
-			Spec: commonv1alpha1.LocalProviderConfigSpec{
-				APIConnection: commonv1alpha1.APIConnection{Endpoint: endpoint},
-				Credentials: commonv1alpha1.LocalProviderCredentials{
-					Source:    xpv2.CredentialsSourceSecret,
-					SecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "widget-token"}, Key: "token"},
-				},
-			},
-		},
-	} {
-		if err := k.kube.Create(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
+	if err := k.kube.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := providerenv.Project(context.Background(), k.kube, ns, endpoint, token); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -102,13 +76,10 @@ type providerProcess struct {
 // serves metrics and its controllers had a second to start their informers.
 func startProviderProcess(t *testing.T, k *kubeEnv, bin, name string, extra []string) *providerProcess {
 	t.Helper()
-	metrics, err := proc.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := append([]string{"--metrics-bind-address", metrics, "--health-probe-bind-address", "0"}, extra...)
+	args := append([]string(nil), extra...)
 	pprof := ""
 	if os.Getenv("WIDGET_BENCH_PPROF") == "1" {
+		var err error
 		if pprof, err = proc.FreeAddr(); err != nil {
 			t.Fatal(err)
 		}
@@ -118,12 +89,12 @@ func startProviderProcess(t *testing.T, k *kubeEnv, bin, name string, extra []st
 	if logDir == "" {
 		logDir = t.TempDir()
 	}
-	pp := proc.New("provider-"+name, proc.Command{Path: bin, Args: append([]string{"--kubeconfig", k.kubeconfig}, args...)},
-		os.Environ(), filepath.Join(logDir, "provider-"+name+".log"), slog.New(slog.DiscardHandler))
-	if err := pp.Start(); err != nil {
+	pp, err := providerenv.StartProvider(bin, k.kubeconfig, filepath.Join(logDir, "provider-"+name+".log"), args...)
+	if err != nil {
 		t.Fatal(err)
 	}
-	p := &providerProcess{args: args, metrics: metrics, pprof: pprof, log: pp.LogPath(), pid: pp.PID()}
+	metrics := pp.Metrics
+	p := &providerProcess{args: append([]string{"--metrics-bind-address", metrics, "--health-probe-bind-address", "0"}, args...), metrics: metrics, pprof: pprof, log: pp.LogPath(), pid: pp.PID()}
 	p.stop = func() { _ = pp.Stop() }
 	t.Cleanup(p.stop)
 	for deadline := time.Now().Add(60 * time.Second); promSum(metrics, "controller_runtime_reconcile_total") < 0; {

@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,18 +20,13 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/widgetco/crossplane-widget/apis"
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
-	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
 	"github.com/widgetco/crossplane-widget/test/lib/kube"
 	"github.com/widgetco/crossplane-widget/test/lib/proc"
-	"github.com/widgetco/crossplane-widget/test/lib/prom"
+	"github.com/widgetco/crossplane-widget/test/lib/providerenv"
 	"github.com/widgetco/crossplane-widget/test/lib/wait"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
@@ -63,24 +57,16 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = apis.AddToScheme(scheme)
-	suite.kubeconfig = filepath.Join(dir, "kubeconfig")
-	env, err := kube.Start(kube.Options{
-		CRDDirs:    []string{filepath.Join("..", "..", "..", "package", "provider", "crds")},
-		Kubeconfig: suite.kubeconfig,
-		Scheme:     scheme,
-	})
+	k, err := providerenv.StartKube(providerenv.Options{Root: filepath.Join("..", "..", ".."), Dir: dir})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer env.Stop()
-	suite.kube = env.Client
+	defer k.Stop()
+	suite.kube, suite.kubeconfig = k.Client, k.Kubeconfig
 
 	defer proc.Clean()
-	if suite.bin, err = proc.Build(context.Background(), "github.com/widgetco/crossplane-widget/provider"); err != nil {
+	if suite.bin, err = proc.Build(context.Background(), providerenv.Binary); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -157,19 +143,13 @@ func (e *env) tokenSecret(name string) {
 	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}, StringData: map[string]string{"token": e.token + "\n"}})
 }
 
-// providerConfig creates a namespaced ProviderConfig "default" and its Secret.
+// providerConfig creates a namespaced ProviderConfig "default" and its Secret
+// (the token with a trailing newline, as a file-made Secret has it).
 func (e *env) providerConfig() {
-	e.tokenSecret("widget-token")
-	e.create(&nsv1alpha1.ProviderConfig{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "default"},
-		Spec: commonv1alpha1.LocalProviderConfigSpec{
-			APIConnection: commonv1alpha1.APIConnection{Endpoint: e.api.URL},
-			Credentials: commonv1alpha1.LocalProviderCredentials{
-				Source:    xpv2.CredentialsSourceSecret,
-				SecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "widget-token"}, Key: "token"},
-			},
-		},
-	})
+	e.t.Helper()
+	if err := providerenv.Project(e.ctx(), e.kube, e.ns, e.api.URL, e.token+"\n"); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // client is a Widget API client for checking what the provider did.
@@ -188,40 +168,29 @@ func (e *env) eventually(d time.Duration, what string, fn func() (bool, string))
 }
 
 // provider is a running provider-widget process.
-type provider struct {
-	*proc.Process
-	metrics string
-}
+type provider struct{ *providerenv.Provider }
 
-// startProvider runs the provider binary until the test ends.
+// startProvider runs the provider binary until the test ends, with a poll
+// of a minute and change feed long polls of 5s unless args say otherwise.
 func startProvider(t *testing.T, args ...string) *provider {
 	t.Helper()
-	metricsAddr, err := proc.FreeAddr()
+	full := append([]string{"--debug", "--poll-interval", "1m", "--feed-wait", "5s"}, args...)
+	pp, err := providerenv.StartProvider(suite.bin, suite.kubeconfig, filepath.Join(t.TempDir(), "provider.log"), full...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	full := append([]string{"--kubeconfig", suite.kubeconfig, "--debug",
-		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0",
-		"--poll-interval", "1m", "--feed-wait", "5s"}, args...)
-	p := &provider{metrics: metricsAddr, Process: proc.New("provider-widget", proc.Command{Path: suite.bin, Args: full},
-		os.Environ(), filepath.Join(t.TempDir(), "provider.log"), slog.New(slog.DiscardHandler))}
-	if err := p.Start(); err != nil {
-		t.Fatalf("cannot start provider: %v", err)
-	}
+	p := &provider{pp}
 	t.Cleanup(func() {
 		_ = p.Stop()
 		if t.Failed() || os.Getenv("PROVIDER_LOG") != "" {
-			t.Logf("provider log:\n%s", p.logs())
+			t.Logf("provider log:\n%s", p.Logs())
 		}
 	})
 	return p
 }
 
 // logs returns everything the provider wrote.
-func (p *provider) logs() string {
-	b, _ := os.ReadFile(p.LogPath())
-	return string(b)
-}
+func (p *provider) logs() string { return p.Logs() }
 
 // kill sends SIGKILL: no chance to finish anything.
 func (p *provider) kill() { _ = p.Kill() }
@@ -229,11 +198,7 @@ func (p *provider) kill() { _ = p.Kill() }
 // metric returns the sum of a provider metric's samples whose labels
 // include every given pair, or -1 when the metrics cannot be read.
 func (p *provider) metric(name string, labels map[string]string) float64 {
-	ss, err := prom.Scrape(context.Background(), nil, "http://"+p.metrics+"/metrics")
-	if err != nil {
-		return -1
-	}
-	return ss.Sum(name, labels)
+	return p.Metric(context.Background(), name, labels)
 }
 
 // defaultName is the external name the provider gives a namespaced resource

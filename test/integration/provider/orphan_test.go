@@ -13,10 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
-	nsv1alpha1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1alpha1"
 	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
+	"github.com/widgetco/crossplane-widget/test/lib/providerenv"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
@@ -52,17 +51,9 @@ func (e *env) secondNamespace() string {
 		ns = ns[len(ns)-63:]
 	}
 	e.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "widget-token"}, StringData: map[string]string{"token": e.token + "\n"}})
-	e.create(&nsv1alpha1.ProviderConfig{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"},
-		Spec: commonv1alpha1.LocalProviderConfigSpec{
-			APIConnection: commonv1alpha1.APIConnection{Endpoint: e.api.URL},
-			Credentials: commonv1alpha1.LocalProviderCredentials{
-				Source:    xpv2.CredentialsSourceSecret,
-				SecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "widget-token"}, Key: "token"},
-			},
-		},
-	})
+	if err := providerenv.Project(e.ctx(), e.kube, ns, e.api.URL, e.token+"\n"); err != nil {
+		e.t.Fatal(err)
+	}
 	return ns
 }
 
