@@ -432,9 +432,10 @@ func TestRuntimeWritesOnlyItsKnownAnnotations(t *testing.T) {
 	}
 }
 
-// TestRuntimeRemovesTheFinalizerLast: deferredFinalizer tells the change
-// feed to forget a resource once its finalizer is removed. That is right
-// only if removing it is the reconciler's last call for the resource.
+// TestRuntimeRemovesTheFinalizerLast: forgettingFinalizer (stock.go) tells
+// the change feed to forget a resource once its finalizer is removed. That
+// is right only if removing it is the reconciler's last call for the
+// resource.
 func TestRuntimeRemovesTheFinalizerLast(t *testing.T) {
 	var log []string
 	k := newFakeKube(&log)

@@ -6,15 +6,16 @@
 //
 // # The stock path
 //
-// build (mrsetup.go) assembles what provider-template does:
-// managed.NewReconciler with the kind's typed connector, crossplane-runtime's
-// default initializer, finalizer, reference resolver, connection publisher
-// and critical annotation updater, all on the manager's client; an API event
-// recorder; the poll interval; management policies and metrics when enabled;
-// and a controller that watches the kind through generation, annotation and
-// label changes and calls the reconciler behind the global reconcile rate
-// limit. It does so in three parts (client and recorder; the reconciler's
-// pieces; watch and handler), each stock first, then its layers. A request
+// build (mrsetup.go) assembles what provider-template does, in the stock
+// stages of stock.go: managed.NewReconciler with the kind's typed
+// connector, crossplane-runtime's default initializer, finalizer, reference
+// resolver, connection publisher and critical annotation updater, all on the
+// manager's client; an API event recorder; the poll interval; management
+// policies and metrics when enabled; and a controller that watches the kind
+// through generation, annotation and label changes and calls the reconciler
+// behind the global reconcile rate limit. It does so in three stages (client
+// and recorder; the reconciler's pieces; watch and handler), each stock
+// first, then the hooks of that stage of the layers switched on. A request
 // then goes:
 //
 //	watch event of the kind ──► predicates ─┐
@@ -31,15 +32,17 @@
 //
 // # The layers, in the order a request meets them
 //
-// Each is one field of layers (layers.go), switched on in one place (lean),
-// and departs from the stock path above in one piece:
+// Each is one entry of order (layers.go), by number and name, with hooks
+// into the stages of build, and one field of layers, switched on in one
+// place (lean). It departs from the stock path above in one piece, whose
+// types are in the file named:
 //
 //  1. ownAnnotationsIgnored (predicate.go): the annotation predicate
 //     ignores the external-create annotations and default external name the
 //     reconciler writes itself.
 //  2. freshGate (fresh.go): a reconcile whose cache has not yet seen the
 //     controller's own last write of the resource is put off.
-//  3. driftFirst (mrsetup.go): a reconcile the change feed asked for skips
+//  3. driftFirst (driftfirst.go): a reconcile the change feed asked for skips
 //     the global rate limit.
 //  4. defaultNameUnwritten (writes.go): the default external name is set in
 //     memory and saved by the create-pending update.
@@ -52,12 +55,15 @@
 //     what the API server has is not sent.
 //  8. secretMemo (secrets.go): connection Secrets read again soon are read
 //     from memory.
-//  9. oneEventPerUpdate (mrsetup.go): crossplane-runtime's generic
+//  9. oneEventPerUpdate (events.go): crossplane-runtime's generic
 //     UpdatedExternalResource event is dropped.
 //  10. ownEventBroadcaster (events.go): events go through a broadcaster
 //     with a smaller correlator cache.
 //  11. copyFreeStateMetrics (state.go): the state metrics count the cache
 //     in place.
+//
+// build runs each stage's hooks from the last layer to the first, so that a
+// layer a request meets sooner wraps those it meets later.
 //
 // Layers 1 and 4 to 7 rely on the order of the managed reconciler's calls
 // and writes; contract_test.go pins each such assumption in a test named
@@ -73,6 +79,7 @@
 // honours the Widget API's Retry-After (ratelimit), references confined to
 // the resource's namespace (LocalReferences), new resources that wait quietly
 // for what their references select (WithPendingReferences, pending.go),
-// and the change feed as a second source of requests, which forgets a
-// resource once its finalizer is removed.
+// the change feed as a second source of requests, which forgets a resource
+// once its finalizer is removed (forgettingFinalizer, stock.go), and an
+// orphaned external resource released before its finalizer goes (orphan.go).
 package mrsetup

@@ -1,36 +1,28 @@
 package mrsetup
 
 import (
-	"context"
 	"math/rand/v2"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/widgetco/crossplane-widget/provider/internal/clients"
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
-	"github.com/widgetco/crossplane-widget/provider/internal/names"
 	"github.com/widgetco/crossplane-widget/provider/internal/ratelimit"
 )
 
@@ -227,235 +219,27 @@ type stack struct {
 }
 
 // build assembles the reconciler for managed resources of kind gvk, Go type
-// T, in three parts: the client and event recorder, the managed
-// reconciler's pieces, and the watch and handler around it. Each part first
-// builds the stock pieces, as crossplane/provider-template does, then
-// switches on the layers of l that replace or wrap them, each under a
-// comment with its number and name from the package comment. With the
-// zero layers it is the stock path.
+// T, in three stages: the client and event recorder, the managed
+// reconciler's pieces, and the watch and handler around the reconciler.
+// Each stage builds the stock pieces, as crossplane/provider-template does
+// (stock.go), then runs the hooks of that stage of the layers l switches on
+// (order, in layers.go), which replace or wrap them. With the zero layers it
+// is the stock path.
 func build[T resource.Managed](mgr ctrl.Manager, o controller.Options, d Deps, gvk schema.GroupVersionKind,
 	newList func() resource.ManagedList, connect func(Env) managed.TypedExternalConnector[T], l layers) (*stack, error) {
-	kind := gvk.GroupKind().String()
-	name := managed.ControllerName(kind)
-	log := o.Logger.WithValues("controller", name)
+	on := switchedOn[T](l)
+	p := newParts[T](mgr, o, d, gvk, newList)
 
-	// The client and the event recorder. Stock: the manager's.
-	kube := mgr.GetClient()
-	var recorders RecorderProvider = mgr
-	// Layer 10, ownEventBroadcaster (events.go).
-	if l.ownEventBroadcaster && d.Recorders != nil {
-		recorders = d.Recorders
-	}
-	var record event.Recorder = event.NewAPIRecorder(recorders.GetEventRecorderFor(name))
-	// Layer 9, oneEventPerUpdate (this file).
-	if l.oneEventPerUpdate {
-		record = withoutGenericUpdates{record}
-	}
-	// Layer 8, secretMemo (secrets.go). The connector reads Secrets
-	// through it too.
-	secrets := kube
-	if l.secretMemo {
-		memo := newSecretMemo(kube, secretMemoTTL(o.PollInterval))
-		if d.Metrics != nil {
-			memo.saved = d.Metrics.SecretReadsSaved.WithLabelValues(kind).Inc
-		}
-		kube, secrets = memo, memo
-	}
-	// Layers 7, unchangedStatus (status.go), and 2, freshGate (fresh.go):
-	// a client that records the controller's writes of its kind.
-	var fresh *freshness
-	var status *statusMemo
-	if l.unchangedStatus || l.freshGate {
-		w := writeRecorder{Client: kube, isKind: func(o client.Object) bool { _, ok := o.(T); return ok }}
-		if l.unchangedStatus {
-			status = newStatusMemo()
-			w.status = status
-			if d.Metrics != nil {
-				w.skipped = d.Metrics.UnchangedStatus.WithLabelValues(kind).Inc
-			}
-		}
-		if l.freshGate {
-			fresh = newFreshness()
-			w.fresh = fresh
-			if d.Metrics != nil {
-				fresh.observe = func(outcome string) { d.Metrics.CacheWaits.WithLabelValues(kind, outcome).Inc() }
-			}
-		}
-		kube = w
+	p.clients()
+	on.run(p, clientsStage)
+
+	p.pieces(connect)
+	on.run(p, piecesStage)
+	if err := p.newReconciler(); err != nil {
+		return nil, err
 	}
 
-	// The managed reconciler's pieces. Stock: crossplane-runtime's
-	// defaults, on the client above (they take it from the manager, which
-	// WithClient gives them). Not layers but choices of behaviour: the
-	// deterministic default name (names), references confined to the
-	// namespace (LocalReferences), a work queue limiter that honours the
-	// Widget API's Retry-After (ratelimit), and the change feed told to
-	// forget a resource whose finalizer is removed.
-	limiter := ratelimit.New(ratelimiter.NewController())
-	connector := connect(Env{Kind: kind, Limiter: limiter, Record: record, Secrets: secrets})
-	// The kind's own connector, before any layer wraps it: whether it can
-	// release an orphaned external resource is its own.
-	kindConnector := connector
-	var initializer managed.Initializer = savingInitializer{init: names.NewInitializer(), kube: kube}
-	resolver := LocalReferences(managed.NewAPISimpleReferenceResolver(kube))
-	// Not a layer but behaviour (pending.go): a new resource waits quietly
-	// for what its references select to be created.
-	if d.pendingGrace > 0 {
-		resolver = pendingReferences{next: resolver, grace: d.pendingGrace, now: d.Clock()}
-	}
-	finalizer := resource.NewAPIFinalizer(kube, managed.FinalizerName)
-	var annotations managed.CriticalAnnotationUpdater = managed.NewRetryingCriticalAnnotationUpdater(kube)
-	var forget func(types.NamespacedName)
-	if d.Feed != nil {
-		forget = func(key types.NamespacedName) { d.Feed.Forget(kind, key) }
-	}
-	// Layer 4, defaultNameUnwritten (writes.go).
-	if l.defaultNameUnwritten {
-		initializer = names.NewInitializer()
-		resolver = reinitializing{next: resolver, init: names.NewInitializer()}
-	}
-	// Layer 5, deferredFinalizer (writes.go): Observe records absences.
-	var absent *absences
-	if l.deferredFinalizer {
-		absent = &absences{}
-		connector = &observingConnector[T]{TypedExternalConnector: connector, absent: absent}
-	}
-	// Layer 6, succeededUnwritten (writes.go).
-	if l.succeededUnwritten {
-		annotations = succeededUnwritten{annotations}
-	}
-	policies := o.Features != nil && o.Features.Enabled(feature.EnableBetaManagementPolicies)
-	var fin resource.Finalizer = &deferredFinalizer{Finalizer: finalizer, absent: absent, forget: forget}
-	// Not a layer but behaviour (orphan.go): an orphaned external resource
-	// is released before the finalizer goes.
-	if r, ok := kindConnector.(Releaser[T]); ok {
-		fin = &releasingFinalizer[T]{Finalizer: fin, release: r.Release, policies: policies}
-	}
-	// Not a layer but behaviour: a resource is reconciled again by the time
-	// d.wake says (a WidgetKey's next rotation), if that is before its poll.
-	// The floor applies twice: crossplane-runtime clamps the annotation to
-	// it (WithMinPollInterval), and the hook keeps the jittered wait above
-	// it.
-	floor := pollFloor(d.MinPollInterval, o.PollInterval)
-	pollHook := PollInterval(d.PollJitter, floor)
-	if d.wake != nil {
-		pollHook = wakeUp(pollHook, d.wake, d.Clock())
-	}
-	opts := []managed.ReconcilerOption{
-		managed.WithTypedExternalConnector[T](connector),
-		managed.WithInitializers(initializer),
-		managed.WithFinalizer(fin),
-		managed.WithCriticalAnnotationUpdater(annotations),
-		managed.WithReferenceResolver(resolver),
-		// Names are chosen before creation, so a crash between the API's
-		// create and recording the result is safe to retry.
-		managed.WithDeterministicExternalName(true),
-		// The Widget API is read-after-write consistent: a widget that is
-		// not found right after creation really is gone, so there is no
-		// need to wait (the default grace period would delay deleting a
-		// freshly created widget by 30s).
-		managed.WithCreationGracePeriod(0),
-		managed.WithLogger(log),
-		managed.WithRecorder(record),
-		managed.WithPollInterval(o.PollInterval),
-		managed.WithMinPollInterval(floor),
-		managed.WithPollIntervalHook(pollHook),
-	}
-	if policies {
-		opts = append(opts, managed.WithManagementPolicies())
-	}
-	if o.ChangeLogOptions != nil {
-		// One entry per create, update and delete (--enable-changelogs).
-		opts = append(opts, managed.WithChangeLogger(o.ChangeLogOptions.ChangeLogger))
-	}
-	if o.MetricOptions != nil {
-		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
-		if o.MetricOptions.MRStateMetrics != nil {
-			var sr manager.Runnable = statemetrics.NewMRStateRecorder(mgr.GetClient(), log, o.MetricOptions.MRStateMetrics, newList(), o.MetricOptions.PollStateMetricInterval)
-			// Layer 11, copyFreeStateMetrics (state.go).
-			if l.copyFreeStateMetrics {
-				sr = newStateRecorder(mgr.GetCache(), gvk, newList, o.MetricOptions.MRStateMetrics, o.MetricOptions.PollStateMetricInterval, log)
-			}
-			if err := mgr.Add(sr); err != nil {
-				return nil, errors.Wrapf(err, "cannot add %s state metrics recorder", gvk.Kind)
-			}
-		}
-	}
-	r := managed.NewReconciler(WithClient(mgr, kube), resource.ManagedKind(gvk), opts...)
-
-	// The watch and the handler. Stock: generation, annotation and label
-	// changes; the reconciler behind the global rate limit.
-	annotationChanged := predicate.Predicate(predicate.AnnotationChangedPredicate{})
-	// Layer 1, ownAnnotationsIgnored (predicate.go).
-	if l.ownAnnotationsIgnored {
-		annotationChanged = ForeignAnnotationChanged{}
-	}
-	predicates := []predicate.Predicate{predicate.Or[client.Object](
-		predicate.GenerationChangedPredicate{}, annotationChanged, predicate.LabelChangedPredicate{})}
-	if fresh != nil || status != nil {
-		// Layers 2 and 7 learn what the cache holds from the watch.
-		predicates = append([]predicate.Predicate{cacheObserver{fresh: fresh, status: status}}, predicates...)
-	}
-	inner := errors.WithSilentRequeueOnConflict(r)
-	limited := ratelimiter.NewReconciler(name, inner, o.GlobalRateLimiter)
-	handler := reconcile.Reconciler(limited)
-	// Layer 3, driftFirst (this file).
-	if l.driftFirst && d.Feed != nil {
-		handler = &driftFirst{kind: kind, feed: d.Feed, direct: inner, limited: limited}
-	}
-	// Layer 2, freshGate (fresh.go).
-	if l.freshGate {
-		handler = freshGate{fresh: fresh, next: handler}
-	}
-	copts := o.ForControllerRuntime()
-	copts.RateLimiter = limiter
-	return &stack{name: name, kind: kind, reconciler: r, handler: handler, predicates: predicates, options: copts}, nil
-}
-
-// withoutGenericUpdates is layer 9, oneEventPerUpdate (see the package
-// comment; TestRuntimeRecordsUpdatesThroughWithAnnotations pins what it
-// assumes). It drops crossplane-runtime's event after every
-// successful update of an external resource ("Successfully requested update
-// of external resource"): each connector of this provider that updates
-// records an event of its own that says why and what changed (drift
-// repaired, widget adopted, spec applied, key rotated), and the generic one
-// would be a second event write for every drift repair. It is a wrapper, not one of
-// event.APIRecorder's filters, because APIRecorder.WithAnnotations, which the
-// managed reconciler calls at the start of every reconcile, drops them
-// (crossplane-runtime v2.4.0).
-type withoutGenericUpdates struct{ event.Recorder }
-
-func (r withoutGenericUpdates) Event(o runtime.Object, e event.Event) {
-	if e.Type == event.TypeNormal && e.Reason == reasonRuntimeUpdated {
-		return
-	}
-	r.Recorder.Event(o, e)
-}
-
-func (r withoutGenericUpdates) WithAnnotations(keysAndValues ...string) event.Recorder {
-	return withoutGenericUpdates{r.Recorder.WithAnnotations(keysAndValues...)}
-}
-
-// reasonRuntimeUpdated is crossplane-runtime's (unexported) reason for it.
-const reasonRuntimeUpdated event.Reason = "UpdatedExternalResource"
-
-// driftFirst is layer 3 (see the package comment). It applies the global
-// reconcile rate limit to every request except
-// those the change feed made because a resource's widget changed: drift is
-// repaired at once instead of queueing behind the token bucket with polls
-// and new resources. Those requests are still bounded by the controller's
-// concurrent reconciles, the feed's dedup of a resource's own writes, and
-// the Widget API's own limits (429s and the per-host connection cap).
-type driftFirst struct {
-	kind    string
-	feed    FeedSource
-	direct  reconcile.Reconciler
-	limited reconcile.Reconciler
-}
-
-func (d *driftFirst) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if d.feed.Changed(d.kind, req.NamespacedName) {
-		return d.direct.Reconcile(ctx, req)
-	}
-	return d.limited.Reconcile(ctx, req)
+	p.watch()
+	on.run(p, watchStage)
+	return p.stack(), nil
 }

@@ -146,32 +146,20 @@ func (c *observingClient[T]) Observe(ctx context.Context, mg T) (managed.Externa
 
 // deferredFinalizer adds the managed resource finalizer without writing it
 // when the reconcile that adds it found no external resource (recorded in
-// absent, when set): there is nothing to protect yet, and the create that
-// may follow persists it. Otherwise it adds it like crossplane-runtime's API
-// finalizer. Once it has
-// removed the finalizer, the resource is gone: forget (when set) is told.
+// absent): there is nothing to protect yet, and the create that may follow
+// persists it. Otherwise it adds it with the wrapped finalizer, which also
+// removes it.
 type deferredFinalizer struct {
 	resource.Finalizer
 	absent *absences
-	forget func(types.NamespacedName)
 }
 
 func (f *deferredFinalizer) AddFinalizer(ctx context.Context, o resource.Object) error {
-	if f.absent != nil && f.absent.take(o) {
+	if f.absent.take(o) {
 		meta.AddFinalizer(o, managed.FinalizerName)
 		return nil
 	}
 	return f.Finalizer.AddFinalizer(ctx, o)
-}
-
-func (f *deferredFinalizer) RemoveFinalizer(ctx context.Context, o resource.Object) error {
-	if err := f.Finalizer.RemoveFinalizer(ctx, o); err != nil {
-		return err
-	}
-	if f.forget != nil {
-		f.forget(types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
-	}
-	return nil
 }
 
 // succeededUnwritten updates critical annotations with the wrapped updater,

@@ -142,46 +142,6 @@ func TestDeferredFinalizer(t *testing.T) {
 	}
 }
 
-func TestDeferredFinalizerForgets(t *testing.T) {
-	cases := map[string]struct {
-		reason     string
-		err        error
-		wantForgot []types.NamespacedName
-	}{
-		"Removed": {
-			reason:     "Once the finalizer is removed the resource is gone: the change feed is told to forget it.",
-			wantForgot: []types.NamespacedName{{Namespace: "team-a", Name: "w"}},
-		},
-		"RemoveFailed": {
-			reason: "A resource whose finalizer could not be removed still exists and is still followed.",
-			err:    errBoom,
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			kube := &test.MockClient{MockUpdate: func(context.Context, client.Object, ...client.UpdateOption) error { return tc.err }}
-			var forgot []types.NamespacedName
-			f := &deferredFinalizer{Finalizer: resource.NewAPIFinalizer(kube, managed.FinalizerName), absent: &absences{},
-				forget: func(k types.NamespacedName) { forgot = append(forgot, k) }}
-			mg := newWidget("uid-1", "1")
-			mg.SetNamespace("team-a")
-			mg.SetName("w")
-			meta.AddFinalizer(mg, managed.FinalizerName)
-			if err := f.RemoveFinalizer(t.Context(), mg); !errors.Is(err, tc.err) {
-				t.Fatalf("%s\nRemoveFinalizer(): want error %v, got %v", tc.reason, tc.err, err)
-			}
-			if diff := cmp.Diff(tc.wantForgot, forgot); diff != "" {
-				t.Errorf("%s\nforgotten: -want, +got:\n%s", tc.reason, diff)
-			}
-		})
-	}
-	// Without a change feed there is nothing to forget.
-	f := &deferredFinalizer{Finalizer: resource.NewAPIFinalizer(&test.MockClient{MockUpdate: test.NewMockUpdateFn(nil)}, managed.FinalizerName), absent: &absences{}}
-	if err := f.RemoveFinalizer(t.Context(), newWidget("uid-2", "1")); err != nil {
-		t.Errorf("RemoveFinalizer() without a feed: %v", err)
-	}
-}
-
 func TestReinitializing(t *testing.T) {
 	cases := map[string]struct {
 		reason  string
