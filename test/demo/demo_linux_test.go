@@ -20,7 +20,8 @@ import (
 // example XWidget and WidgetClaim to be Ready, runs the `kubectl get pods
 // -A -o wide` the demo suggests (core, the RBAC manager, CoreDNS, the
 // provider and the function Running on the node) and a `kubectl logs`
-// (kube-apiserver reaching kubelet), then presses Ctrl-C and checks
+// (kube-apiserver reaching kubelet), runs every command the user pages mark
+// <!-- demo: run --> (runDocCommands), then presses Ctrl-C and checks
 // everything is torn down.
 func TestDemo(t *testing.T) {
 	cluster.Require(t)
@@ -44,7 +45,7 @@ func TestDemo(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 	demo := exec.CommandContext(ctx, bin, "--dir", dir)
 	demo.Dir = root
@@ -113,6 +114,8 @@ func TestDemo(t *testing.T) {
 	if out, err := logs.CombinedOutput(); err != nil {
 		t.Errorf("kubectl logs -n kube-system deploy/coredns: %v\n%s", err, out)
 	}
+
+	runDocCommands(ctx, t, root, kc, kubectl)
 
 	if err := demo.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
