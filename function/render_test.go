@@ -248,7 +248,7 @@ func startFunction(t *testing.T) string {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	fn := exec.Command(bin, "--insecure", "--address="+addr, "--metrics-address=", "--health-probe-address=", "--debug")
+	fn := exec.CommandContext(t.Context(), bin, "--insecure", "--address="+addr, "--metrics-address=", "--health-probe-address=", "--debug")
 	fn.Stdout, fn.Stderr = &logs, &logs
 	if err := fn.Start(); err != nil {
 		t.Fatalf("cannot start the function: %v", err)

@@ -134,6 +134,17 @@ func (c *cli) validate() error {
 	return nil
 }
 
+// newScheme returns the scheme of the kinds the provider reads and writes.
+func newScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apis.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, fmt.Errorf("cannot build scheme: %w", err)
+		}
+	}
+	return scheme, nil
+}
+
 func run(c *cli) error {
 	if err := c.validate(); err != nil {
 		return err
@@ -153,11 +164,9 @@ func run(c *cli) error {
 	if err != nil {
 		return err
 	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apis.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return fmt.Errorf("cannot build scheme: %w", err)
-		}
+	scheme, err := newScheme()
+	if err != nil {
+		return err
 	}
 	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, c.MaxReconcileRate), ctrl.Options{
 		Scheme:        scheme,

@@ -141,8 +141,9 @@ func (a adoptionState) confirmed() bool {
 	switch a.review.Reason {
 	case commonv1beta1.ReasonWouldChange, commonv1beta1.ReasonNoDifference, commonv1beta1.ReasonManaged:
 		return a.found
+	default: // not reviewed yet, or refused: no such widget, another's, reserved
+		return false
 	}
-	return false
 }
 
 // takenOver reports whether the Widget manages the widget: the review says

@@ -48,7 +48,8 @@ func loopbackFor(addr string) string {
 // ServeHealth serves /healthz and /readyz (healthHandler) on addr until the
 // process ends. grpcAddr is where the function's gRPC server listens.
 func ServeHealth(addr, grpcAddr string) error {
-	l, err := net.Listen("tcp", addr)
+	// The server lives as long as the process: no caller's context ends it.
+	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return err
 	}

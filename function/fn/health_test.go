@@ -27,12 +27,12 @@ func TestLoopbackFor(t *testing.T) {
 }
 
 func TestHealthHandler(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	up := l.Addr().String()
-	down, err := net.Listen("tcp", "127.0.0.1:0")
+	down, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

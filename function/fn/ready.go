@@ -39,6 +39,9 @@ func (w widgetObservation) refusesKeys() bool {
 	switch w.atProvider.State {
 	case commonv1beta1.WidgetStateFailed, commonv1beta1.WidgetStateDeleting:
 		return true
+	case commonv1beta1.WidgetStateProvisioning, commonv1beta1.WidgetStateReady, commonv1beta1.WidgetStateResizing:
+		// A live widget, or one on its way, takes keys unless the
+		// provider refused it (below).
 	}
 	return w.exists && (w.deleting || w.synced.Status == corev1.ConditionFalse)
 }

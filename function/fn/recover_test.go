@@ -35,7 +35,7 @@ func (f *fakeRunner) RunFunction(ctx context.Context, req *fnv1.RunFunctionReque
 // (grpc-go, no recovering interceptor), and returns a client of it.
 func serveGRPC(t *testing.T, s fnv1.FunctionRunnerServiceServer) fnv1.FunctionRunnerServiceClient {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -206,19 +206,7 @@ func (b *Builder) ConfigurationFiles(c ConfigurationPackage, registry string) (m
 	// The build owns dependsOn: it must name exactly the two packages it
 	// publishes, so that a dependency added by hand is not silently lost.
 	deps, _ := spec["dependsOn"].([]any)
-	seen := map[string]bool{}
-	for _, d := range deps {
-		m, _ := d.(map[string]any)
-		ref, _ := m["package"].(string)
-		ok := len(m) == 4 && m["apiVersion"] == pkgAPIVersion && m["version"] != nil
-		switch {
-		case ok && m["kind"] == "Provider" && strings.HasSuffix(ref, "/"+c.Provider.Name):
-			seen["provider"] = true
-		case ok && m["kind"] == "Function" && strings.HasSuffix(ref, "/"+c.Function.Name):
-			seen["function"] = true
-		}
-	}
-	if len(deps) != 2 || !seen["provider"] || !seen["function"] {
+	if !namesOwnPackages(deps, c) {
 		return nil, errors.Errorf("%s: spec.dependsOn must name the %s Provider and the %s Function (apiVersion %s, kind, package, version) and nothing else: the build sets their registry and version constraint", c.Meta, c.Provider.Name, c.Function.Name, pkgAPIVersion)
 	}
 	spec["dependsOn"] = []any{
@@ -257,6 +245,25 @@ func (b *Builder) ConfigurationFiles(c ConfigurationPackage, registry string) (m
 		files[n] = out.Bytes()
 	}
 	return files, nil
+}
+
+// namesOwnPackages reports whether deps, a Configuration's spec.dependsOn,
+// names c's Provider and c's Function (apiVersion, kind, package, version)
+// and nothing else.
+func namesOwnPackages(deps []any, c ConfigurationPackage) bool {
+	seen := map[string]bool{}
+	for _, d := range deps {
+		m, _ := d.(map[string]any)
+		ref, _ := m["package"].(string)
+		ok := len(m) == 4 && m["apiVersion"] == pkgAPIVersion && m["version"] != nil
+		switch {
+		case ok && m["kind"] == "Provider" && strings.HasSuffix(ref, "/"+c.Provider.Name):
+			seen["provider"] = true
+		case ok && m["kind"] == "Function" && strings.HasSuffix(ref, "/"+c.Function.Name):
+			seen["function"] = true
+		}
+	}
+	return len(deps) == 2 && seen["provider"] && seen["function"]
 }
 
 // pointFunctionRefs renames the functionRef of every pipeline step of

@@ -178,7 +178,7 @@ func (e *e2eEnv) leaseHolder(ctx context.Context) string {
 func (e *e2eEnv) leader(ctx context.Context) (*cluster.Pod, error) {
 	for {
 		holder := e.leaseHolder(ctx)
-		for _, p := range e.provider.Pods() {
+		for _, p := range e.provider.Pods() { //nolint:contextcheck // Pods takes no context: it bounds its own List (30s)
 			// The holder identity is <hostname>_<uuid>; a pod's hostname
 			// is its name.
 			if strings.HasPrefix(holder, p.Name()+"_") {

@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -398,7 +399,9 @@ func providerRate(bin string) string {
 			return args[i+1]
 		}
 	}
-	out, _ := exec.Command(bin, "--help").Output()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, bin, "--help").Output()
 	if m := regexp.MustCompile(`--max-reconcile-rate=(\S+)`).FindSubmatch(out); m != nil {
 		return string(m[1]) + " (the default)"
 	}

@@ -69,7 +69,7 @@ func (e *e2eEnv) failOver(ctx context.Context, c *unstructured.Unstructured) (fa
 		return f, err
 	}
 	holder := e.leaseHolder(ctx)
-	if err := leader.Kill(); err != nil {
+	if err := leader.Kill(); err != nil { //nolint:contextcheck // Kill takes no context: it bounds its own lookup (30s)
 		return f, err
 	}
 	killed := time.Now()
@@ -91,7 +91,7 @@ func (e *e2eEnv) failOver(ctx context.Context, c *unstructured.Unstructured) (fa
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	for !allReady(e) {
+	for !allReady(e) { //nolint:contextcheck // Pods takes no context: it bounds its own List (30s)
 		if time.Now().After(deadline) {
 			return f, fmt.Errorf("the provider's replicas are not ready again after %s", failoverTimeout)
 		}

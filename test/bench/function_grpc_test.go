@@ -34,7 +34,9 @@ func startFunction(t *testing.T, name, bin string, extra ...string) *fnServer {
 	t.Helper()
 	addr := freeAddr(t)
 	args := append([]string{"--insecure", "--address", addr}, extra...)
-	cmd := exec.Command(bin, args...)
+	// Not CommandContext: the cleanup below ends the function's process
+	// group with SIGTERM; a context would SIGKILL the leader alone first.
+	cmd := exec.Command(bin, args...) //nolint:noctx // see above
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Stdout and Stderr stay nil, so the functions' logs go straight to
 	// /dev/null rather than through a pipe that this process copies: P&T

@@ -25,7 +25,7 @@ type inProcess struct {
 func benchInProcess(t *testing.T, root string, count int) ([]inProcess, string) {
 	t.Helper()
 	args := []string{"test", "-run", "^$", "-bench", "BenchmarkRunFunction", "-benchmem", "-count", strconv.Itoa(count), "./function/fn/"}
-	cmd := exec.Command("go", args...)
+	cmd := exec.CommandContext(t.Context(), "go", args...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {

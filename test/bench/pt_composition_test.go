@@ -114,7 +114,7 @@ func serveInsecure(t *testing.T, bin string) string {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	fn := exec.Command(bin, "--insecure", "--address="+addr)
+	fn := exec.CommandContext(t.Context(), bin, "--insecure", "--address="+addr)
 	fn.Stdout, fn.Stderr = &logs, &logs
 	if err := fn.Start(); err != nil {
 		t.Fatalf("cannot start %s: %v", bin, err)
@@ -127,7 +127,7 @@ func serveInsecure(t *testing.T, bin string) string {
 		}
 	})
 	for range 100 {
-		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
+		if c, err := (&net.Dialer{Timeout: 100 * time.Millisecond}).DialContext(t.Context(), "tcp", addr); err == nil {
 			_ = c.Close()
 			return addr
 		}

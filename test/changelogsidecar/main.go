@@ -65,7 +65,7 @@ func run(socket string) error {
 	if err := os.Remove(socket); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("cannot remove the old socket %s: %w", socket, err)
 	}
-	l, err := net.Listen("unix", socket)
+	l, err := (&net.ListenConfig{}).Listen(context.Background(), "unix", socket)
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s: %w", socket, err)
 	}

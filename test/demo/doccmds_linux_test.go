@@ -60,7 +60,7 @@ func runDocCommands(ctx context.Context, t *testing.T, root, kubeconfig, kubectl
 		}
 		ran += runBlock(ctx, t, b, root, env)
 	}
-	var rs []string
+	rs := make([]string, 0, len(reasons))
 	for r, n := range reasons {
 		rs = append(rs, fmt.Sprintf("  %d: %s", n, r))
 	}
@@ -81,7 +81,7 @@ func runBlock(ctx context.Context, t *testing.T, b doccmd.Block, root string, en
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer out.Close() //nolint:errcheck // read below
+	defer out.Close()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", script.String())

@@ -504,7 +504,7 @@ func platformHealthy(ctx context.Context) error {
 	}
 	for rt, want := range map[*cluster.Runtime]int{suite.provider: 2, suite.function: 1} {
 		ready := 0
-		for _, p := range rt.Pods() {
+		for _, p := range rt.Pods() { //nolint:contextcheck // Pods takes no context: it bounds its own List (30s)
 			if p.Ready() {
 				ready++
 			}

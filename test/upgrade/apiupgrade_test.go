@@ -252,7 +252,7 @@ func buildOld(ctx context.Context, t *testing.T, root, crank string) (string, pl
 	}
 	dir := filepath.Join(t.TempDir(), "v1alpha1")
 	git(ctx, t, root, "worktree", "add", "--detach", dir, added+"^")
-	t.Cleanup(func() { git(context.Background(), t, root, "worktree", "remove", "--force", dir) })
+	t.Cleanup(func() { git(context.WithoutCancel(ctx), t, root, "worktree", "remove", "--force", dir) })
 	c := exec.CommandContext(ctx, "go", "run", "./package/build", "xpkg", "--version", oldVersion, "--arch", "amd64", "--output-dir", "_output", "--registry", "ghcr.io/widgetco")
 	c.Dir = dir
 	c.Env = append(os.Environ(), "CRANK_BIN="+crank)

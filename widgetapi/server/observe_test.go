@@ -118,7 +118,11 @@ func TestMetricsMethodLabelIsBounded(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s: method label values -want, +got:\n%s", tc.reason, diff)
 			}
-			rsp, err := env.HTTP.Client().Get(env.URL + "/metrics")
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, env.URL+"/metrics", http.NoBody)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rsp, err := env.HTTP.Client().Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}

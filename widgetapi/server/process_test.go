@@ -42,7 +42,7 @@ func freePort(t *testing.T) string {
 // runServer starts the binary and waits until it serves.
 func runServer(t *testing.T, bin, dataDir, tokens, addr string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(bin, "--listen", addr, "--data-dir", dataDir, "--tokens-file", tokens, "--provision-delay", "1h")
+	cmd := exec.CommandContext(t.Context(), bin, "--listen", addr, "--data-dir", dataDir, "--tokens-file", tokens, "--provision-delay", "1h")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -108,7 +108,7 @@ func TestConnectionErrorsAreLoggedWithinBudget(t *testing.T) {
 
 	const flood = 30
 	for range flood {
-		c, err := net.Dial("tcp", ts.Listener.Addr().String())
+		c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", ts.Listener.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -442,9 +442,9 @@ func (s *Server) serveAs(w http.ResponseWriter, r *http.Request, project string,
 	if lw, ok := w.(*logWriter); ok {
 		lw.project = project
 	}
-	r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, project))
-	r = r.WithContext(context.WithValue(r.Context(), tokenKey{}, id))
-	next.ServeHTTP(w, r)
+	ctx := context.WithValue(r.Context(), ctxKey{}, project)
+	ctx = context.WithValue(ctx, tokenKey{}, id)
+	next.ServeHTTP(w, r.WithContext(ctx))
 }
 
 type tokenKey struct{}

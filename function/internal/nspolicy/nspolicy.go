@@ -306,6 +306,7 @@ func decodeError(root *field.Path, err error) *field.Error {
 		want = "a list"
 	case reflect.Map, reflect.Struct, reflect.Pointer:
 		want = "an object"
+	default: // the kind's name reads fine: "a string", "a bool"
 	}
 	return field.Invalid(p, field.OmitValueType{}, fmt.Sprintf("must be %s, not %s", want, te.Value))
 }

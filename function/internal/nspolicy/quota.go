@@ -200,6 +200,8 @@ func (o own) isKey(c counted) bool { return c.legacy == o.legacy && slices.Conta
 // returned as kept. A new XR is rejected for any limit it exceeds, and while
 // a namespace policy that may apply is invalid; ahead are the new XRs of its
 // namespace ordered before it, for which it leaves room (admission.go).
+//
+//nolint:gocognit // A flat list of independent checks (rules, then quotas), each telling a new XR from an admitted one; the score is their count, not their nesting.
 func admit(x XR, want Spec, o own, t team, currentSize string, ahead []queued) (Verdict, error) {
 	l, u := t.limits, t.usage
 	v := Verdict{owner: x.Owner, limits: l}

@@ -142,20 +142,21 @@ func (q *Queue) Start(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			q.flush()
+			q.flush(ctx)
 			return nil
 		case req := <-q.entries:
-			// Not ctx: an entry taken when the provider starts stopping
-			// is sent like the ones flush sends.
-			q.send(context.Background(), req)
+			// Not ctx's cancellation: an entry taken when the provider
+			// starts stopping is sent like the ones flush sends.
+			q.send(context.WithoutCancel(ctx), req)
 		}
 	}
 }
 
 // flush sends the queued entries within one send timeout; those it cannot
-// send in that time are dropped.
-func (q *Queue) flush() {
-	ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
+// send in that time are dropped. ctx is done already: only its values are
+// kept.
+func (q *Queue) flush(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.timeout)
 	defer cancel()
 	for {
 		select {

@@ -56,7 +56,7 @@ func serve(t *testing.T, s *sidecar) string {
 	s.arrived = make(chan struct{}, 100)
 	s.release = make(chan struct{})
 	path := filepath.Join(t.TempDir(), "changelogs.sock")
-	l, err := net.Listen("unix", path)
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "unix", path)
 	if err != nil {
 		t.Fatal(err)
 	}

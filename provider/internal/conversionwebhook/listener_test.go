@@ -15,7 +15,7 @@ import (
 // address's own connections close, and are closed when they wait too long
 // or too many wait.
 func TestLimitListenerPerAddress(t *testing.T) {
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	raw, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestLimitListenerPerAddress(t *testing.T) {
 	}()
 	dial := func() net.Conn {
 		t.Helper()
-		c, err := net.Dial("tcp", raw.Addr().String())
+		c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", raw.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}

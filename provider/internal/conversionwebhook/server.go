@@ -141,7 +141,7 @@ func (s *Server) Start(ctx context.Context) error {
 		cfg.GetCertificate = w.GetCertificate
 		go func() { _ = w.Start(ctx) }()
 	}
-	l, err := net.Listen("tcp", net.JoinHostPort(s.o.Host, strconv.Itoa(s.o.Port)))
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort(s.o.Host, strconv.Itoa(s.o.Port)))
 	if err != nil {
 		return fmt.Errorf("cannot listen for the webhook: %w", err)
 	}
@@ -158,7 +158,8 @@ func (s *Server) Start(ctx context.Context) error {
 	go func() {
 		defer close(done)
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		// ctx is done: the shutdown gets its own minute to drain.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
@@ -175,15 +176,15 @@ func (s *Server) Start(ctx context.Context) error {
 
 // StartedChecker is healthy once the server accepts TLS connections.
 func (s *Server) StartedChecker() healthz.Checker {
-	return func(*http.Request) error {
+	return func(req *http.Request) error {
 		s.mu.Lock()
 		started := s.started
 		s.mu.Unlock()
 		if !started {
 			return errors.New("the webhook server has not started yet")
 		}
-		d := &net.Dialer{Timeout: 10 * time.Second}
-		conn, err := tls.DialWithDialer(d, "tcp", net.JoinHostPort(s.o.Host, strconv.Itoa(s.o.Port)), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // Only checks that the server answers.
+		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 10 * time.Second}, Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // Only checks that the server answers.
+		conn, err := d.DialContext(req.Context(), "tcp", net.JoinHostPort(s.o.Host, strconv.Itoa(s.o.Port)))
 		if err != nil {
 			return fmt.Errorf("cannot reach the webhook server: %w", err)
 		}

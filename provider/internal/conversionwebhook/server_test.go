@@ -40,7 +40,7 @@ func writeCert(t *testing.T, dir string) tls.Certificate {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func serve(t *testing.T, srv webhook.Server) {
 			t.Errorf("Start(): %v", err)
 		}
 	})
-	wait.For(t, 10*time.Second, "the webhook server to serve", func() error { return srv.StartedChecker()(nil) })
+	wait.For(t, 10*time.Second, "the webhook server to serve", func() error { return srv.StartedChecker()((&http.Request{}).WithContext(t.Context())) })
 }
 
 // startServer starts NewServer(o) on a free loopback port with an /ok
@@ -74,10 +74,14 @@ func startServer(t *testing.T, o ServerOptions) string {
 	return net.JoinHostPort(o.Host, strconv.Itoa(o.Port))
 }
 
-func get(addr string, pool *x509.CertPool) error {
+func get(ctx context.Context, addr string, pool *x509.CertPool) error {
 	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}}
-	rsp, err := c.Get("https://" + addr + "/ok")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/ok", http.NoBody)
+	if err != nil {
+		return err
+	}
+	rsp, err := c.Do(req)
 	if err != nil {
 		return err
 	}
@@ -101,14 +105,14 @@ func TestServerConnections(t *testing.T) {
 	pool.AddCert(cert.Leaf)
 	addr := startServer(t, ServerOptions{CertDir: dir, MaxConnections: 2, ReadHeaderTimeout: time.Second})
 
-	if err := get(addr, pool); err != nil {
+	if err := get(t.Context(), addr, pool); err != nil {
 		t.Fatalf("GET /ok over TLS: %v", err)
 	}
 
 	// Two connections that send nothing hold both slots.
 	held := make([]net.Conn, 2)
 	for i := range held {
-		c, err := net.Dial("tcp", addr)
+		c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +121,7 @@ func TestServerConnections(t *testing.T) {
 	}
 	// Give the server time to accept both.
 	time.Sleep(100 * time.Millisecond)
-	third, err := tls.DialWithDialer(&net.Dialer{Deadline: time.Now().Add(300 * time.Millisecond)}, "tcp", addr, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13})
+	third, err := (&tls.Dialer{NetDialer: &net.Dialer{Deadline: time.Now().Add(300 * time.Millisecond)}, Config: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}}).DialContext(t.Context(), "tcp", addr)
 	if err == nil {
 		_ = third.Close()
 		t.Errorf("a third connection while two are open: want its TLS handshake unanswered (the cap is 2), got it served")
@@ -132,7 +136,7 @@ func TestServerConnections(t *testing.T) {
 		}
 	}
 	t.Logf("silent connections closed after %v", time.Since(start))
-	if err := get(addr, pool); err != nil {
+	if err := get(t.Context(), addr, pool); err != nil {
 		t.Errorf("GET /ok once the silent connections are closed: %v", err)
 	}
 }
@@ -146,7 +150,7 @@ func TestServerSlowBody(t *testing.T) {
 	pool.AddCert(cert.Leaf)
 	addr := startServer(t, ServerOptions{CertDir: dir, ReadTimeout: 500 * time.Millisecond})
 
-	c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13, NextProtos: []string{"http/1.1"}})
+	c, err := (&tls.Dialer{Config: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13, NextProtos: []string{"http/1.1"}}}).DialContext(t.Context(), "tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

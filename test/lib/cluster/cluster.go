@@ -166,13 +166,13 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	c.lock = lock
 	if prev != nil {
-		if err := c.reclaim(*prev); err != nil {
+		if err := c.reclaim(*prev); err != nil { //nolint:contextcheck // a dead run's leftovers are cleaned up whole, even once ctx ends
 			lock.Release()
 			return nil, err
 		}
 	}
 	if err := c.start(ctx); err != nil {
-		return nil, errors.Join(err, c.Stop())
+		return nil, errors.Join(err, c.Stop()) //nolint:contextcheck // teardown runs to the end even when ctx is what failed the start
 	}
 	return c, nil
 }
@@ -258,7 +258,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	archive, stopArchive := context.WithCancel(context.Background())
 	c.stopArchive = stopArchive
-	go c.archiveLogs(archive)
+	go c.archiveLogs(archive) //nolint:contextcheck // the archive runs until Stop, past Start's ctx
 	if err := c.startProxy(); err != nil {
 		return err
 	}

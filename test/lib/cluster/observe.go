@@ -165,7 +165,7 @@ func (c *Cluster) CorePID(ctx context.Context) int {
 	if err != nil {
 		return 0
 	}
-	return (&Pod{c: c, pod: p}).ContainerPID("crossplane")
+	return (&Pod{c: c, pod: p}).ContainerPID("crossplane") //nolint:contextcheck // ContainerPID takes no context: it bounds its own lookup (30s)
 }
 
 // corePod is Crossplane core's Running pod.

@@ -115,7 +115,7 @@ func (r *Runtime) signal(sig syscall.Signal) error {
 // WaitRunning waits until a pod of the runtime is Ready.
 func (r *Runtime) WaitRunning(ctx context.Context) error {
 	for {
-		if r.Running() {
+		if r.Running() { //nolint:contextcheck // Running bounds each poll (30s); ctx is checked between polls
 			return nil
 		}
 		select {

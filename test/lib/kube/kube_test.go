@@ -81,14 +81,17 @@ func TestStartForPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"10.0.0.1", "kubernetes.default.svc", "127.0.0.2", "localhost"} {
-		conn, err := tls.Dial("tcp", u.Host, &tls.Config{RootCAs: roots, ServerName: name, MinVersion: tls.VersionTLS12})
+		d := &tls.Dialer{Config: &tls.Config{RootCAs: roots, ServerName: name, MinVersion: tls.VersionTLS12}}
+		conn, err := d.DialContext(t.Context(), "tcp", u.Host)
 		if err != nil {
 			t.Errorf("TLS to kube-apiserver as %s: %v", name, err)
 			continue
 		}
 		_ = conn.Close()
 	}
-	if _, err := tls.Dial("tcp", u.Host, &tls.Config{RootCAs: roots, ServerName: "10.0.0.2", MinVersion: tls.VersionTLS12}); err == nil {
+	d := &tls.Dialer{Config: &tls.Config{RootCAs: roots, ServerName: "10.0.0.2", MinVersion: tls.VersionTLS12}}
+	if conn, err := d.DialContext(t.Context(), "tcp", u.Host); err == nil {
+		_ = conn.Close()
 		t.Errorf("TLS to kube-apiserver as 10.0.0.2: want a certificate error, got none")
 	}
 }

@@ -349,7 +349,7 @@ func killMentioning(s string) {
 
 // ip runs the ip command.
 func ip(args ...string) error {
-	out, err := exec.Command("ip", args...).CombinedOutput()
+	out, err := exec.Command("ip", args...).CombinedOutput() //nolint:noctx // a quick local change that teardown (no ctx) needs too; cut short, it leaves a half-made link
 	if err != nil {
 		return errors.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
 	}

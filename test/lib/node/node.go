@@ -226,11 +226,11 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	n.cgroupRoot = "/widget-node-" + n.id
 	if own != nil {
 		if err := own.Record(RunRecord{PID: os.Getpid(), Dir: o.Dir, CgroupRoot: n.cgroupRoot, Bridge: o.Bridge}); err != nil {
-			return nil, errors.Join(err, n.Stop())
+			return nil, errors.Join(err, n.Stop()) //nolint:contextcheck // teardown runs to the end, whatever ctx
 		}
 	}
 	if err := n.start(ctx, cidr.String(), fmt.Sprintf("%s/%d", n.nodeIP, ones)); err != nil {
-		return nil, errors.Join(err, n.Stop())
+		return nil, errors.Join(err, n.Stop()) //nolint:contextcheck // teardown runs to the end even when ctx is what failed the start
 	}
 	return n, nil
 }
@@ -586,7 +586,7 @@ func Reclaim(dir, cgroupRoot string) ([]string, error) {
 		if fi, err := os.Lstat(f); err != nil || fi.Mode()&os.ModeSocket == 0 {
 			continue
 		}
-		conn, err := net.DialTimeout("unix", f, time.Second)
+		conn, err := net.DialTimeout("unix", f, time.Second) //nolint:noctx // a 1s probe of a local socket, in teardown, which has no ctx
 		if err == nil {
 			_ = conn.Close()
 			continue

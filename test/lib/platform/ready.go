@@ -119,31 +119,34 @@ func RecordReady(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionR
 					continue
 				}
 				if e.Type == watch.Modified || e.Type == watch.Added {
-					r.mu.Lock()
-					c := Change{Name: u.GetName(), At: time.Now()}
-					c.Revision, _ = strconv.ParseInt(u.GetResourceVersion(), 10, 64)
-					content := withoutRevision(u.Object)
-					if prev, ok := r.last[u.GetName()]; ok && e.Type == watch.Modified {
-						c.Unchanged = sameContent(prev, content)
-					}
-					r.last[u.GetName()] = content
-					if u.GetKind() == "Event" {
-						kind, _, _ := unstructured.NestedString(u.Object, "involvedObject", "kind")
-						name, _, _ := unstructured.NestedString(u.Object, "involvedObject", "name")
-						reason, _, _ := unstructured.NestedString(u.Object, "reason")
-						c.Detail = kind + "/" + name + " " + reason
-						c.Occurred = eventOccurred(u)
-					}
-					r.changes = append(r.changes, c)
-					r.mu.Unlock()
-				}
-				if e.Type == watch.Added || e.Type == watch.Modified {
+					r.record(u, e.Type)
 					r.observe(u)
 				}
 			}
 		}
 	}()
 	return r, nil
+}
+
+// record records the Change that an Added or Modified event of u is.
+func (r *ReadyRecorder) record(u *unstructured.Unstructured, t watch.EventType) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := Change{Name: u.GetName(), At: time.Now()}
+	c.Revision, _ = strconv.ParseInt(u.GetResourceVersion(), 10, 64)
+	content := withoutRevision(u.Object)
+	if prev, ok := r.last[u.GetName()]; ok && t == watch.Modified {
+		c.Unchanged = sameContent(prev, content)
+	}
+	r.last[u.GetName()] = content
+	if u.GetKind() == "Event" {
+		kind, _, _ := unstructured.NestedString(u.Object, "involvedObject", "kind")
+		name, _, _ := unstructured.NestedString(u.Object, "involvedObject", "name")
+		reason, _, _ := unstructured.NestedString(u.Object, "reason")
+		c.Detail = kind + "/" + name + " " + reason
+		c.Occurred = eventOccurred(u)
+	}
+	r.changes = append(r.changes, c)
 }
 
 // withoutRevision returns a copy of obj without metadata.resourceVersion

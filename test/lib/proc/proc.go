@@ -101,7 +101,7 @@ func Clean() {
 // flags of a process about to start. Another process may take it first; a
 // process that cannot bind it fails loudly.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", "127.0.0.1:0") //nolint:noctx // ctx-free by design: Listen's context only bounds resolving the address, and callers pass a literal IP
 	if err != nil {
 		return 0, fmt.Errorf("cannot find a free port: %w", err)
 	}

@@ -42,7 +42,7 @@ func TestFreeAddr(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", a)
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", a)
 	if err != nil {
 		t.Fatalf("FreeAddr() = %s, which cannot be bound: %v", a, err)
 	}

@@ -114,7 +114,10 @@ func (p *Process) Start() error {
 	if err != nil {
 		return errors.Wrapf(err, "cannot open log file for %s", p.name)
 	}
-	c := exec.Command(p.cmd.Path, p.cmd.Args...) //nolint:gosec // Runs the binary its caller names.
+	// Not CommandContext: the process outlives this call, and Stop and Kill
+	// end it by signalling its whole process group, which a context's
+	// cancellation (SIGKILL to the leader only) would not.
+	c := exec.Command(p.cmd.Path, p.cmd.Args...) //nolint:gosec,noctx // Runs the binary its caller names; see above.
 	c.Env = p.env
 	c.Dir = p.cmd.Dir
 	c.Stdout = f

@@ -52,7 +52,7 @@ func Start(listen, logPath string, public ...string) (*Registry, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot open registry log")
 	}
-	l, err := net.Listen("tcp", listen)
+	l, err := net.Listen("tcp", listen) //nolint:noctx // ctx-free by design: Listen's context only bounds resolving the address, and callers pass a literal IP
 	if err != nil {
 		_ = f.Close()
 		return nil, errors.Wrap(err, "cannot listen for the OCI registry")

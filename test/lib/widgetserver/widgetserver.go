@@ -57,7 +57,7 @@ func Start(o server.Options, dir, listen string) (*Server, error) {
 		closeLog()
 		return nil, errors.Wrap(err, "cannot start the Widget API server")
 	}
-	l, err := net.Listen("tcp", listen)
+	l, err := net.Listen("tcp", listen) //nolint:noctx // ctx-free by design: Listen's context only bounds resolving the address, and callers pass a literal IP
 	if err != nil {
 		_ = s.Close()
 		closeLog()

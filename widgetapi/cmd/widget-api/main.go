@@ -184,7 +184,7 @@ func run(c *cli) error {
 		return err
 	}
 
-	ln, err := net.Listen("tcp", c.Listen)
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", c.Listen)
 	if err != nil {
 		_ = srv.Close()
 		return fmt.Errorf("cannot listen on %s: %w", c.Listen, err)

@@ -68,24 +68,8 @@ func parseJWKS(b []byte) (keySet, error) {
 			return nil, errShape
 		}
 		seenKeys = true
-		for i := 0; d.More(); i++ {
-			if i == MaxKeys {
-				return nil, fmt.Errorf("the JWKS has more than %d keys", MaxKeys)
-			}
-			var raw json.RawMessage
-			if err := d.Decode(&raw); err != nil {
-				return nil, errShape
-			}
-			k, err := parseJWK(raw)
-			if err != nil {
-				return nil, fmt.Errorf("keys[%d]: %w", i, err)
-			}
-			if k != nil {
-				set = append(set, *k)
-			}
-		}
-		if !isDelim(d, ']') {
-			return nil, errShape
+		if set, err = parseKeys(d, errShape); err != nil {
+			return nil, err
 		}
 	}
 	if !isDelim(d, '}') {
@@ -96,6 +80,33 @@ func parseJWKS(b []byte) (keySet, error) {
 	}
 	if len(set) == 0 {
 		return nil, errors.New("the JWKS has no usable signing key")
+	}
+	return set, nil
+}
+
+// parseKeys reads the keys array of a JWKS, whose '[' d has read, through
+// its ']', and returns the keys to use. errShape is the error of a
+// malformed document.
+func parseKeys(d *json.Decoder, errShape error) (keySet, error) {
+	var set keySet
+	for i := 0; d.More(); i++ {
+		if i == MaxKeys {
+			return nil, fmt.Errorf("the JWKS has more than %d keys", MaxKeys)
+		}
+		var raw json.RawMessage
+		if err := d.Decode(&raw); err != nil {
+			return nil, errShape
+		}
+		k, err := parseJWK(raw)
+		if err != nil {
+			return nil, fmt.Errorf("keys[%d]: %w", i, err)
+		}
+		if k != nil {
+			set = append(set, *k)
+		}
+	}
+	if !isDelim(d, ']') {
+		return nil, errShape
 	}
 	return set, nil
 }

@@ -84,11 +84,14 @@ func (s *snapshot) candidates(kid, alg string) keySet {
 func (k *issuerKeys) key(ctx context.Context, kid, alg string) (publicKey, *Error) {
 	snap := k.cur.Load()
 	c := snap.candidates(kid, alg)
+	// refresh fetches under the key set's own context (k.base), not ctx:
+	// every request that waits for the keys shares the one fetch, and the
+	// first caller giving up must not cancel it for the others.
 	if len(c) > 0 && k.now().Sub(snap.at) > k.maxAge {
-		k.refresh()
+		k.refresh() //nolint:contextcheck // shared fetch, see above
 	}
 	if len(c) == 0 {
-		if done := k.refresh(); done != nil {
+		if done := k.refresh(); done != nil { //nolint:contextcheck // shared fetch, see above
 			select {
 			case <-done:
 			case <-ctx.Done():

@@ -134,6 +134,8 @@ type external[T commonv1beta1.WidgetKeyResource] struct {
 // missing, and Create replaces it. A WidgetKey that rotates its key is
 // observed as a family of keys against its connection Secret instead (see
 // rotation.go).
+//
+//nolint:gocognit // One linear decision table of tenancy, deletion and rotation; split, the reader loses the order in which the cases are decided.
 func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObservation, error) {
 	name, widget := meta.GetExternalName(mg), mg.GetWidgetName()
 	if name == "" {
