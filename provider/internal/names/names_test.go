@@ -52,37 +52,3 @@ func TestDefault(t *testing.T) {
 		})
 	}
 }
-
-func TestOwner(t *testing.T) {
-	cases := map[string]struct {
-		reason string
-		a, b   resource.Managed
-		same   bool
-	}{
-		"SameResource":   {"a re-created resource with the same identity owns the widget again", nsWidget("a", "w"), nsWidget("a", "w"), true},
-		"OtherNamespace": {"equal names in other namespaces are different owners", nsWidget("a", "w"), nsWidget("b", "w"), false},
-		"ScopeDiffers":   {"a cluster-scoped resource never equals a namespaced one", nsWidget("a", "w"), clWidget("a.w"), false},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			oa, ob := Owner(tc.a), Owner(tc.b)
-			if (oa == ob) != tc.same {
-				t.Errorf("%s: Owner() = %q and %q", tc.reason, oa, ob)
-			}
-			if len(oa) > 63 {
-				t.Errorf("%s: marker %q exceeds a label value", tc.reason, oa)
-			}
-		})
-	}
-	// Namespaces are DNS labels (no dots), so the first dot splits namespace
-	// from name unambiguously.
-	for mg, want := range map[resource.Managed]string{
-		nsWidget("team-a", "web"):    "namespaced managed resource team-a/web",
-		nsWidget("team-a", "web.v2"): "namespaced managed resource team-a/web.v2",
-		clWidget("web.v2"):           "cluster-scoped managed resource web.v2",
-	} {
-		if got := DescribeOwner(Owner(mg)); got != want {
-			t.Errorf("DescribeOwner(Owner(%s/%s)) = %q, want %q", mg.GetNamespace(), mg.GetName(), got, want)
-		}
-	}
-}

@@ -14,7 +14,7 @@ import (
 
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
-	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ownership"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
@@ -52,7 +52,7 @@ func testCreate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			mods:   []mod{defaultName(), withSpec(full), withInit(commonv1beta1.WidgetInitParameters{Region: ptr.To("eu-west-1")})},
 			want: want{
 				widget: &widget{Size: "small", Region: "eu-west-1", Description: "web tier", State: widgetapi.StateProvisioning,
-					Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
+					Labels: map[string]string{"team": "a", ownership.OwnerLabel: ownerPlaceholder}},
 				ready: xpv2.Creating(),
 			},
 		},
@@ -60,7 +60,7 @@ func testCreate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			reason: "Unset fields are left to the server's defaults; the marker is always set.",
 			mods:   []mod{explicitName("imported")},
 			want: want{
-				widget: &widget{Size: "small", Region: "us-east-1", State: widgetapi.StateProvisioning, Labels: map[string]string{names.OwnerLabel: ownerPlaceholder}},
+				widget: &widget{Size: "small", Region: "us-east-1", State: widgetapi.StateProvisioning, Labels: map[string]string{ownership.OwnerLabel: ownerPlaceholder}},
 				ready:  xpv2.Creating(),
 			},
 		},
@@ -71,7 +71,7 @@ func testCreate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			})},
 			want: want{
 				widget: &widget{Size: "medium", Region: "eu-west-1", Description: "first", State: widgetapi.StateProvisioning,
-					Labels: map[string]string{"team": "b", names.OwnerLabel: ownerPlaceholder}},
+					Labels: map[string]string{"team": "b", ownership.OwnerLabel: ownerPlaceholder}},
 				ready: xpv2.Creating(),
 			},
 		},
@@ -82,7 +82,7 @@ func testCreate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			})},
 			want: want{
 				widget: &widget{Size: "small", Region: "us-east-1", Description: "web tier", State: widgetapi.StateProvisioning,
-					Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
+					Labels: map[string]string{"team": "a", ownership.OwnerLabel: ownerPlaceholder}},
 				ready: xpv2.Creating(),
 			},
 		},
@@ -92,7 +92,7 @@ func testCreate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 				withInit(commonv1beta1.WidgetInitParameters{Size: ptr.To("large"), Labels: map[string]string{"env": "prod"}, Description: ptr.To("first")})},
 			want: want{
 				widget: &widget{Size: "large", Region: "us-east-1", Description: "web tier", State: widgetapi.StateProvisioning,
-					Labels: map[string]string{"env": "prod", names.OwnerLabel: ownerPlaceholder}},
+					Labels: map[string]string{"env": "prod", ownership.OwnerLabel: ownerPlaceholder}},
 				ready: xpv2.Creating(),
 			},
 		},
@@ -111,7 +111,7 @@ func testCreate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			mods:   []mod{defaultName(), withSpec(commonv1beta1.WidgetParameters{Labels: mostLabels()})},
 			want: want{
 				widget: &widget{Size: "small", Region: "us-east-1", State: widgetapi.StateProvisioning,
-					Labels: func() map[string]string { l := mostLabels(); l[names.OwnerLabel] = ownerPlaceholder; return l }()},
+					Labels: func() map[string]string { l := mostLabels(); l[ownership.OwnerLabel] = ownerPlaceholder; return l }()},
 				ready: xpv2.Creating(),
 			},
 		},
@@ -132,7 +132,7 @@ func testCreate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 				m(mg)
 			}
 			forProvider, initProvider := mg.GetWidgetParameters().DeepCopy(), mg.GetWidgetInitParameters().DeepCopy()
-			owner := names.Owner(mg)
+			owner := ownership.Marker(mg)
 			name := meta.GetExternalName(mg)
 			if tc.seed != nil {
 				tc.seed.create(t, api, name, owner)

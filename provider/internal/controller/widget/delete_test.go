@@ -13,7 +13,7 @@ import (
 
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
-	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ownership"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
@@ -74,7 +74,7 @@ func testDelete[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			deleted()(mg)
 			name := meta.GetExternalName(mg)
 			if tc.seed != nil {
-				tc.seed.create(t, api, name, names.Owner(mg))
+				tc.seed.create(t, api, name, ownership.Marker(mg))
 			}
 			if tc.before != nil {
 				tc.before(t, api)

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
-	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ownership"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
@@ -48,7 +48,7 @@ func compare(p *commonv1beta1.WidgetParameters, w *widgetapi.Widget, markers map
 	if p.Description != nil && *p.Description != w.Description {
 		d = append(d, difference{"description", quote(*p.Description), quote(w.Description)})
 	}
-	if have := names.Ownership(w.Labels); !maps.Equal(markers, have) {
+	if have := ownership.Of(w.Labels); !maps.Equal(markers, have) {
 		d = append(d, difference{"ownership labels", formatLabels(markers), formatLabels(have)})
 	}
 	return d

@@ -14,17 +14,17 @@ import (
 
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
-	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ownership"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
 const me = "n_team-a.web"
 
 // markers are the ownership labels of Widget team-a/web.
-var markers = map[string]string{names.OwnerLabel: me}
+var markers = map[string]string{ownership.OwnerLabel: me}
 
 func TestCompare(t *testing.T) {
-	owned := map[string]string{"team": "a", names.OwnerLabel: me}
+	owned := map[string]string{"team": "a", ownership.OwnerLabel: me}
 	cases := map[string]struct {
 		reason string
 		p      commonv1beta1.WidgetParameters
@@ -55,7 +55,7 @@ func TestCompare(t *testing.T) {
 		"Labels": {
 			reason: "Labels are compared as a whole, sorted, without the reserved ones.",
 			p:      commonv1beta1.WidgetParameters{Labels: map[string]string{"team": "a"}},
-			w:      widgetapi.Widget{Labels: map[string]string{"team": "b", "env": "prod", names.OwnerLabel: me}},
+			w:      widgetapi.Widget{Labels: map[string]string{"team": "b", "env": "prod", ownership.OwnerLabel: me}},
 			want:   `labels: want {team=a}, have {env=prod, team=b}`,
 		},
 		"EmptyLabels": {
@@ -67,7 +67,7 @@ func TestCompare(t *testing.T) {
 		"ReservedLabelsIgnored": {
 			reason: "Labels under the provider's reserved prefix are not the user's to compare, and only the ownership markers are ours.",
 			p:      commonv1beta1.WidgetParameters{Labels: map[string]string{"team": "a"}},
-			w:      widgetapi.Widget{Labels: map[string]string{"team": "a", names.OwnerLabel: me, commonv1beta1.OwnershipLabelPrefix + "other": "x"}},
+			w:      widgetapi.Widget{Labels: map[string]string{"team": "a", ownership.OwnerLabel: me, commonv1beta1.OwnershipLabelPrefix + "other": "x"}},
 		},
 		"Description": {
 			reason: "A different description is reported, quoted.",
@@ -84,13 +84,13 @@ func TestCompare(t *testing.T) {
 		"OwnerOther": {
 			reason: "A widget marked for another owner differs.",
 			p:      commonv1beta1.WidgetParameters{},
-			w:      widgetapi.Widget{Labels: map[string]string{names.OwnerLabel: "c_web"}},
+			w:      widgetapi.Widget{Labels: map[string]string{ownership.OwnerLabel: "c_web"}},
 			want:   `ownership labels: want {widgetco.io/owner=n_team-a.web}, have {widgetco.io/owner=c_web}`,
 		},
 		"OwnerNamespaceStale": {
 			reason: "A namespace marker the resource does not set is an ownership difference.",
 			p:      commonv1beta1.WidgetParameters{},
-			w:      widgetapi.Widget{Labels: map[string]string{names.OwnerLabel: me, names.OwnerNamespaceLabel: "team-b"}},
+			w:      widgetapi.Widget{Labels: map[string]string{ownership.OwnerLabel: me, ownership.NamespaceLabel: "team-b"}},
 			want:   `ownership labels: want {widgetco.io/owner=n_team-a.web}, have {widgetco.io/owner=n_team-a.web, widgetco.io/owner-namespace=team-b}`,
 		},
 		"Everything": {
@@ -133,7 +133,7 @@ func TestDifferencesString(t *testing.T) {
 }
 
 func TestLateInitialize(t *testing.T) {
-	full := widgetapi.Widget{Size: "medium", Region: "eu-west-1", Labels: map[string]string{"team": "a", names.OwnerLabel: me}, Description: "d"}
+	full := widgetapi.Widget{Size: "medium", Region: "eu-west-1", Labels: map[string]string{"team": "a", ownership.OwnerLabel: me}, Description: "d"}
 	cases := map[string]struct {
 		reason      string
 		p           commonv1beta1.WidgetParameters
@@ -189,7 +189,7 @@ func TestLateInitialize(t *testing.T) {
 		},
 		"NothingToLearn": {
 			reason: "Empty values and reserved-only labels leave the spec alone.",
-			w:      widgetapi.Widget{Region: "us-east-1", Labels: map[string]string{names.OwnerLabel: me}},
+			w:      widgetapi.Widget{Region: "us-east-1", Labels: map[string]string{ownership.OwnerLabel: me}},
 		},
 		"EmptyLabelsKept": {
 			reason: "An explicitly empty label set is the user's choice, not unset.",
@@ -281,27 +281,27 @@ func TestDesiredLabels(t *testing.T) {
 			reason:  "The user's labels replace the widget's, plus our markers.",
 			labels:  map[string]string{"team": "a"},
 			current: map[string]string{"team": "b", "extra": "x"},
-			want:    map[string]string{"team": "a", names.OwnerLabel: me},
+			want:    map[string]string{"team": "a", ownership.OwnerLabel: me},
 		},
 		"Unspecified": {
 			reason:  "Without labels in the spec the widget keeps its labels, reserved ones included, and gets our markers.",
 			current: map[string]string{"team": "b", commonv1beta1.OwnershipLabelPrefix + "other": "x"},
-			want:    map[string]string{"team": "b", commonv1beta1.OwnershipLabelPrefix + "other": "x", names.OwnerLabel: me},
+			want:    map[string]string{"team": "b", commonv1beta1.OwnershipLabelPrefix + "other": "x", ownership.OwnerLabel: me},
 		},
 		"MarkersReplaced": {
 			reason:  "Our markers replace any other owner's, including a stale namespace marker.",
-			current: map[string]string{names.OwnerLabel: "c_web", names.OwnerNamespaceLabel: "team-b"},
-			want:    map[string]string{names.OwnerLabel: me},
+			current: map[string]string{ownership.OwnerLabel: "c_web", ownership.NamespaceLabel: "team-b"},
+			want:    map[string]string{ownership.OwnerLabel: me},
 		},
 		"EmptySpec": {
 			reason:  "An explicitly empty label set leaves only our markers.",
 			labels:  map[string]string{},
 			current: map[string]string{"team": "b"},
-			want:    map[string]string{names.OwnerLabel: me},
+			want:    map[string]string{ownership.OwnerLabel: me},
 		},
 		"Nothing": {
 			reason: "A widget without labels gets just our markers.",
-			want:   map[string]string{names.OwnerLabel: me},
+			want:   map[string]string{ownership.OwnerLabel: me},
 		},
 	}
 	for name, tc := range cases {

@@ -21,6 +21,7 @@ import (
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ownership"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
@@ -58,14 +59,14 @@ func explicitName(n string) mod {
 // create.
 func defaultName() mod {
 	return func(mg commonv1beta1.WidgetResource) {
-		unbornName()(mg)
+		chosenName()(mg)
 		meta.SetExternalCreatePending(mg, time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
 	}
 }
 
-// unbornName gives the resource the external name the provider chooses, as
+// chosenName gives the resource the external name the provider chooses, as
 // its initializer does before the first create.
-func unbornName() mod {
+func chosenName() mod {
 	return func(mg commonv1beta1.WidgetResource) {
 		n := names.Default(mg)
 		meta.SetExternalName(mg, n)
@@ -165,7 +166,7 @@ func fill(s, owner string) string {
 // markersOf returns the ownership labels of the resource whose marker is
 // owner. The resources under test have short names: the marker is all.
 func markersOf(owner string) map[string]string {
-	return map[string]string{names.OwnerLabel: owner}
+	return map[string]string{ownership.OwnerLabel: owner}
 }
 
 // create creates the seed widget as name and returns it once it reached the
@@ -181,7 +182,7 @@ func (s *seed) create(t *testing.T, api *widgetapi.Client, name, owner string) *
 	case ownerPlaceholder:
 		maps.Copy(labels, markersOf(owner))
 	default:
-		labels[names.OwnerLabel] = s.owner
+		labels[ownership.OwnerLabel] = s.owner
 	}
 	if _, err := api.CreateWidget(t.Context(), widgetapi.CreateWidgetRequest{Name: name, Size: s.size, Region: s.region, Labels: labels, Description: s.description}); err != nil {
 		t.Fatalf("cannot seed widget %s: %v", name, err)
@@ -248,7 +249,7 @@ func fillLabels(l map[string]string, owner string) map[string]string {
 	for k, v := range l {
 		out[k] = fill(v, owner)
 	}
-	if l[names.OwnerLabel] == ownerPlaceholder {
+	if l[ownership.OwnerLabel] == ownerPlaceholder {
 		maps.Copy(out, markersOf(owner))
 	}
 	return out

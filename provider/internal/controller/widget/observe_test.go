@@ -15,7 +15,7 @@ import (
 
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
-	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ownership"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
@@ -65,36 +65,36 @@ func testObserve[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			mods:   []mod{defaultName(), withSpec(full)},
 			want:   want{ready: noReady, spec: full},
 		},
-		"UnbornNotRead": {
+		"NeverCreatedNotRead": {
 			reason: "A new resource under its default name that never started a create is not read: its widget is created next (the seeded widget proves no read happened).",
 			seed:   fullSeed(ownerPlaceholder),
-			mods:   []mod{unbornName(), withSpec(full)},
+			mods:   []mod{chosenName(), withSpec(full)},
 			want:   want{ready: noReady, spec: full},
 		},
-		"UnbornObserveOnly": {
+		"NeverCreatedObserveOnly": {
 			reason: "An observe-only resource is always read, whatever its name.",
 			seed:   fullSeed(""),
-			mods:   []mod{unbornName(), observeOnlyPolicy()},
+			mods:   []mod{chosenName(), observeOnlyPolicy()},
 			want: want{
 				o: managed.ExternalObservation{ResourceExists: true, ResourceLateInitialized: true,
 					Diff: `ownership labels: want {markers}, have {}`},
 				endpoint: true, ready: xpv2.Available(), spec: full, status: true, adopting: true,
 			},
 		},
-		"UnbornKnownID": {
+		"NeverCreatedKnownID": {
 			reason:  "A resource that observed its widget before (its ID is in status) is read even without a pending create.",
 			seed:    fullSeed(ownerPlaceholder),
-			mods:    []mod{unbornName(), withSpec(full)},
+			mods:    []mod{chosenName(), withSpec(full)},
 			knownID: true,
 			want: want{
 				o:        managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 				endpoint: true, ready: xpv2.Available(), spec: full, status: true,
 			},
 		},
-		"UnbornDeleted": {
+		"NeverCreatedDeleted": {
 			reason: "A deleted resource is read, so that a widget it owns is deleted with it.",
 			seed:   fullSeed(ownerPlaceholder),
-			mods:   []mod{unbornName(), withSpec(full), deleted()},
+			mods:   []mod{chosenName(), withSpec(full), deleted()},
 			want: want{
 				o:        managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 				endpoint: true, ready: xpv2.Available(), spec: full, status: true,
@@ -353,7 +353,7 @@ func testObserve[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 				m(mg)
 			}
 			initProvider := mg.GetWidgetInitParameters().DeepCopy()
-			owner := names.Owner(mg)
+			owner := ownership.Marker(mg)
 			var seeded *widgetapi.Widget
 			if tc.seed != nil {
 				seeded = tc.seed.create(t, api, meta.GetExternalName(mg), owner)
@@ -522,7 +522,7 @@ func testImportReview[T commonv1beta1.WidgetResource](t *testing.T, newMG func()
 			if tc.namespaced && mg.GetNamespace() == "" {
 				t.Skip("namespaced resources only")
 			}
-			owner := names.Owner(mg)
+			owner := ownership.Marker(mg)
 			if tc.seed != nil {
 				tc.seed.create(t, api, meta.GetExternalName(mg), owner)
 			}

@@ -15,7 +15,7 @@ import (
 	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/fakes"
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
-	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ownership"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 )
@@ -68,54 +68,54 @@ func TestOwnershipMarkers(t *testing.T) {
 		"CollidingMarker": {
 			reason: "A resource of bravo whose marker equals the one on alpha's widget is refused: the widget's namespace is alpha, and nothing of it is read.",
 			mg:     nsWidget(bravo, "probe-000001"),
-			labels: map[string]string{"team": "a", names.OwnerLabel: bravoProbeLegacy, names.OwnerNamespaceLabel: alpha},
+			labels: map[string]string{"team": "a", ownership.OwnerLabel: bravoProbeLegacy, ownership.NamespaceLabel: alpha},
 			mods:   []mod{explicitName("victim"), withSpec(commonv1beta1.WidgetParameters{Size: ptr.To("large")})},
 			want:   want{err: true, hides: []string{alpha}},
 		},
 		"CollidingMarkerReview": {
 			reason: "An Observe-only import by that resource is refused as out of reach.",
 			mg:     nsWidget(bravo, "probe-000001"),
-			labels: map[string]string{"team": "a", names.OwnerLabel: bravoProbeLegacy, names.OwnerNamespaceLabel: alpha},
+			labels: map[string]string{"team": "a", ownership.OwnerLabel: bravoProbeLegacy, ownership.NamespaceLabel: alpha},
 			mods:   []mod{explicitName("victim"), observeOnlyPolicy()},
 			want:   want{err: true, hides: []string{alpha}, review: ReasonOutOfReach},
 		},
 		"ForgedNamespace": {
 			reason: "A widget carrying the resource's own marker under another namespace's label is not the resource's.",
 			mg:     nsWidget("team-a", "web"),
-			labels: map[string]string{"team": "a", names.OwnerLabel: "n_team-a.web", names.OwnerNamespaceLabel: "team-b"},
+			labels: map[string]string{"team": "a", ownership.OwnerLabel: "n_team-a.web", ownership.NamespaceLabel: "team-b"},
 			mods:   []mod{explicitName("victim"), withSpec(commonv1beta1.WidgetParameters{Size: ptr.To("large")})},
 			want:   want{err: true, hides: []string{"team-b"}},
 		},
 		"AnotherNamespacesLegacyMarker": {
 			reason: "A widget with an old-format marker of another namespace's resource stays refused.",
 			mg:     nsWidget(bravo, "web-frontend"),
-			labels: map[string]string{"team": "a", names.OwnerLabel: alphaWebLegacy, names.OwnerNamespaceLabel: alpha},
+			labels: map[string]string{"team": "a", ownership.OwnerLabel: alphaWebLegacy, ownership.NamespaceLabel: alpha},
 			mods:   []mod{explicitName("victim")},
 			want:   want{err: true, hides: []string{alpha}},
 		},
 		"SiblingsLegacyMarker": {
 			reason: "A widget with an old-format marker of another resource of the same namespace stays that resource's.",
 			mg:     nsWidget(alpha, "other"),
-			labels: map[string]string{"team": "a", names.OwnerLabel: alphaWebLegacy, names.OwnerNamespaceLabel: alpha},
+			labels: map[string]string{"team": "a", ownership.OwnerLabel: alphaWebLegacy, ownership.NamespaceLabel: alpha},
 			mods:   []mod{explicitName("victim")},
 			want:   want{err: true},
 		},
 		"OwnLegacyMarker": {
 			reason: "A widget with the resource's own old-format marker is its own, not adopted: Update rewrites the marker and changes nothing else.",
 			mg:     nsWidget(alpha, "web-frontend"),
-			labels: map[string]string{"team": "a", names.OwnerLabel: alphaWebLegacy, names.OwnerNamespaceLabel: alpha},
+			labels: map[string]string{"team": "a", ownership.OwnerLabel: alphaWebLegacy, ownership.NamespaceLabel: alpha},
 			mods:   []mod{explicitName("mine"), withSpec(full)},
 			want: want{
 				o: managed.ExternalObservation{ResourceExists: true,
 					Diff: "ownership labels: want {widgetco.io/owner=" + alphaWeb + ", widgetco.io/owner-namespace=" + alpha + "}, have {widgetco.io/owner=" + alphaWebLegacy + ", widgetco.io/owner-namespace=" + alpha + "}"},
-				labels: map[string]string{"team": "a", names.OwnerLabel: alphaWeb, names.OwnerNamespaceLabel: alpha},
+				labels: map[string]string{"team": "a", ownership.OwnerLabel: alphaWeb, ownership.NamespaceLabel: alpha},
 				events: []string{string(ReasonUpdated)},
 			},
 		},
 		"OwnCurrentMarker": {
 			reason: "A widget with the resource's current markers is up to date.",
 			mg:     nsWidget(alpha, "web-frontend"),
-			labels: map[string]string{"team": "a", names.OwnerLabel: alphaWeb, names.OwnerNamespaceLabel: alpha},
+			labels: map[string]string{"team": "a", ownership.OwnerLabel: alphaWeb, ownership.NamespaceLabel: alpha},
 			mods:   []mod{explicitName("mine"), withSpec(full)},
 			want:   want{o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}},
 		},

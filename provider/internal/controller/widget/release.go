@@ -9,6 +9,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ownership"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
@@ -19,12 +20,12 @@ const ReasonReleased event.Reason = "ReleasedWidget"
 // Release removes this resource's ownership markers from its widget when the
 // resource is deleted and its policies keep the widget (see
 // mrsetup.Releaser), and reserves the widget for the resource's scope (see
-// names.Released): the orphaned widget is then unowned, and a resource of
+// ownership.ReleasedBy): the orphaned widget is then unowned, and a resource of
 // the same namespace, or a cluster-scoped one, may adopt it (with an
 // explicit external name). The reservation has no expiry: a team moving its
 // widget to a new resource must not lose it to another namespace that polls
 // for the release, however long the move takes; the platform team ends it by
-// removing names.ReleasedByLabel.
+// removing ownership.ReleasedByLabel.
 func (c *connector[T]) Release(ctx context.Context, mg T) error {
 	name := meta.GetExternalName(mg)
 	if name == "" || !names.ValidWidgetName(name) {
@@ -54,11 +55,11 @@ func (e *external[T]) release(ctx context.Context, mg T) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot get widget")
 	}
-	if !names.Owns(mg, w.Labels) || w.State == widgetapi.StateDeleting {
+	if !ownership.Owns(mg, w.Labels) || w.State == widgetapi.StateDeleting {
 		return nil
 	}
-	labels := names.WithoutOwnership(w.Labels)
-	labels[names.ReleasedByLabel] = names.Released(mg)
+	labels := ownership.Without(w.Labels)
+	labels[ownership.ReleasedByLabel] = ownership.ReleasedBy(mg)
 	_, err = e.api.ReplaceWidget(ctx, name, widgetapi.ReplaceWidgetRequest{
 		Size:        w.Size,
 		Labels:      labels,
@@ -73,12 +74,12 @@ func (e *external[T]) release(ctx context.Context, mg T) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot remove the ownership marker from widget")
 	}
-	e.record.Event(mg, event.Normal(ReasonReleased, "Left widget "+name+" in the Widget API and removed its ownership marker: "+scope(mg)+" may now adopt it (label "+names.ReleasedByLabel+" reserves it for them)"))
+	e.record.Event(mg, event.Normal(ReasonReleased, "Left widget "+name+" in the Widget API and removed its ownership marker: "+scope(mg)+" may now adopt it (label "+ownership.ReleasedByLabel+" reserves it for them)"))
 	return nil
 }
 
 // scope names, for people, the resources that may adopt a widget mg
-// released (see names.ReservedAgainst).
+// released (see ownership.ReservedAgainst).
 func scope(mg resource.Managed) string {
 	if ns := mg.GetNamespace(); ns != "" {
 		return "resources of namespace " + ns + " and cluster-scoped resources"

@@ -12,7 +12,7 @@ import (
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/fakes"
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
-	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ownership"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 )
@@ -58,18 +58,18 @@ func testRelease[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 		"Owned": {
 			reason: "An orphaned resource replaces its ownership marker with a reservation for its scope, and changes nothing else: user labels, size and description stay.",
 			seed:   fullSeed(ownerPlaceholder),
-			want: want{labels: map[string]string{"team": "a", names.ReleasedByLabel: "{released-by}"}, written: true,
+			want: want{labels: map[string]string{"team": "a", ownership.ReleasedByLabel: "{released-by}"}, written: true,
 				events: []event.Event{event.Normal(ReasonReleased, "Left widget {name} in the Widget API and removed its ownership marker: {scope} may now adopt it (label widgetco.io/released-by reserves it for them)")}},
 		},
 		"ForgedNamespace": {
 			reason: "A widget with this resource's marker under another namespace's label is not this resource's to release.",
-			seed:   withSeed(fullSeed(ownerPlaceholder), func(s *seed) { s.labels[names.OwnerNamespaceLabel] = "team-b" }),
-			want:   want{labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder, names.OwnerNamespaceLabel: "team-b"}},
+			seed:   withSeed(fullSeed(ownerPlaceholder), func(s *seed) { s.labels[ownership.NamespaceLabel] = "team-b" }),
+			want:   want{labels: map[string]string{"team": "a", ownership.OwnerLabel: ownerPlaceholder, ownership.NamespaceLabel: "team-b"}},
 		},
 		"AnotherOwner": {
 			reason: "A widget another resource manages keeps that resource's marker: a resource releases only what it owns.",
 			seed:   fullSeed("n_team-a.other"),
-			want:   want{labels: map[string]string{"team": "a", names.OwnerLabel: "n_team-a.other"}},
+			want:   want{labels: map[string]string{"team": "a", ownership.OwnerLabel: "n_team-a.other"}},
 		},
 		"Unowned": {
 			reason: "An unowned widget (imported, never taken over) is not written at all.",
@@ -88,11 +88,11 @@ func testRelease[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 					t.Fatal(err)
 				}
 				if _, err := api.ReplaceWidget(t.Context(), name, widgetapi.ReplaceWidgetRequest{Size: w.Size, Description: w.Description,
-					Labels: map[string]string{"team": "a", names.OwnerLabel: "n_team-a.racer"}}); err != nil {
+					Labels: map[string]string{"team": "a", ownership.OwnerLabel: "n_team-a.racer"}}); err != nil {
 					t.Fatal(err)
 				}
 			},
-			want: want{err: true, written: true, labels: map[string]string{"team": "a", names.OwnerLabel: "n_team-a.racer"}},
+			want: want{err: true, written: true, labels: map[string]string{"team": "a", ownership.OwnerLabel: "n_team-a.racer"}},
 		},
 	}
 	for name, tc := range cases {
@@ -102,7 +102,7 @@ func testRelease[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			mg := newMG()
 			explicitName("kept")(mg)
 			deleted()(mg)
-			owner := names.Owner(mg)
+			owner := ownership.Marker(mg)
 			var before *widgetapi.Widget
 			if tc.seed != nil {
 				before = tc.seed.create(t, api, "kept", owner)
@@ -132,8 +132,8 @@ func testRelease[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 				t.Fatal(err)
 			}
 			wantLabels := fillLabels(tc.want.labels, owner)
-			if _, ok := wantLabels[names.ReleasedByLabel]; ok {
-				wantLabels[names.ReleasedByLabel] = releasedBy(mg)
+			if _, ok := wantLabels[ownership.ReleasedByLabel]; ok {
+				wantLabels[ownership.ReleasedByLabel] = releasedBy(mg)
 			}
 			if diff := cmp.Diff(wantLabels, after.Labels); diff != "" {
 				t.Errorf("%s\nwidget labels afterwards: -want, +got:\n%s", tc.reason, diff)

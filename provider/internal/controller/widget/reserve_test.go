@@ -12,7 +12,7 @@ import (
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/fakes"
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
-	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ownership"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 )
@@ -112,7 +112,7 @@ func TestReleasedWidgetIsReserved(t *testing.T) {
 			}
 			explicitName("kept")(releaser)
 			deleted()(releaser)
-			fullSeed(ownerPlaceholder).create(t, api, "kept", names.Owner(releaser))
+			fullSeed(ownerPlaceholder).create(t, api, "kept", ownership.Marker(releaser))
 			rel := &external[commonv1beta1.WidgetResource]{api: api, record: &fakes.Recorder{}, metrics: metrics.New(), kind: "Widget"}
 			if err := rel.release(t.Context(), releaser); err != nil {
 				t.Fatalf("release(...): %v", err)
@@ -122,7 +122,7 @@ func TestReleasedWidgetIsReserved(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.cleared {
-				labels := names.WithoutOwnership(released.Labels)
+				labels := ownership.Without(released.Labels)
 				if _, err := api.ReplaceWidget(t.Context(), "kept", widgetapi.ReplaceWidgetRequest{Size: released.Size, Labels: labels, Description: released.Description}); err != nil {
 					t.Fatal(err)
 				}
@@ -145,7 +145,7 @@ func TestReleasedWidgetIsReserved(t *testing.T) {
 				t.Errorf("%s\nObserve(...).ResourceExists: want %t, got %t", tc.reason, tc.want.exists, o.ResourceExists)
 			}
 			if err != nil {
-				for _, f := range []string{"outside namespace " + mg.GetNamespace(), "reserved for the namespace that released it", "platform team", names.ReleasedByLabel} {
+				for _, f := range []string{"outside namespace " + mg.GetNamespace(), "reserved for the namespace that released it", "platform team", ownership.ReleasedByLabel} {
 					if !strings.Contains(err.Error(), f) {
 						t.Errorf("%s\nObserve(...): error %q does not say %q", tc.reason, err, f)
 					}
@@ -176,7 +176,7 @@ func TestReleasedWidgetIsReserved(t *testing.T) {
 					t.Fatal(err)
 				}
 				want := map[string]string{"team": "a"}
-				for k, v := range names.Markers(mg) {
+				for k, v := range ownership.Labels(mg) {
 					want[k] = v
 				}
 				if diff := cmp.Diff(want, after.Labels); diff != "" {

@@ -9,7 +9,7 @@ import (
 
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
-	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ownership"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 )
@@ -39,33 +39,33 @@ func TestTenancy(t *testing.T) {
 	}{
 		"ObserveAnotherNamespacesWidget": {
 			reason: "An Observe-only import of team-b's widget is refused; its labels, description and ID stay out of team-a's status, and the error does not say who owns it.",
-			labels: map[string]string{names.OwnerLabel: "n_team-b.web", "secret-project": "x"},
+			labels: map[string]string{ownership.OwnerLabel: "n_team-b.web", "secret-project": "x"},
 			mods:   []mod{explicitName("victim"), observeOnlyPolicy()},
 			want: want{err: true, mentions: []string{"victim", "outside namespace team-a", "ProviderConfig"},
 				hides: []string{"team-b", "secret-project"}},
 		},
 		"ObserveClearsStaleStatus": {
 			reason: "What an earlier, unconfined provider copied into status is cleared once the import is refused.",
-			labels: map[string]string{names.OwnerLabel: "n_team-b.web"},
+			labels: map[string]string{ownership.OwnerLabel: "n_team-b.web"},
 			mods:   []mod{explicitName("victim"), observeOnlyPolicy()},
 			stale:  true,
 			want:   want{err: true},
 		},
 		"ObserveClusterScopedResourcesWidget": {
 			reason: "A widget a cluster-scoped resource (a legacy claim's) manages is another tenant's too.",
-			labels: map[string]string{names.OwnerLabel: "c_web"},
+			labels: map[string]string{ownership.OwnerLabel: "c_web"},
 			mods:   []mod{explicitName("victim"), observeOnlyPolicy()},
 			want:   want{err: true, hides: []string{"c_web", "cluster-scoped managed resource web"}},
 		},
 		"ManageAnotherNamespacesWidget": {
 			reason: "Taking over team-b's widget is refused without naming its owner.",
-			labels: map[string]string{names.OwnerLabel: "n_team-b.web"},
+			labels: map[string]string{ownership.OwnerLabel: "n_team-b.web"},
 			mods:   []mod{explicitName("victim")},
 			want:   want{err: true, hides: []string{"team-b"}},
 		},
 		"ObserveOwnNamespacesWidget": {
 			reason: "An Observe-only import of a widget another Widget of the same namespace manages is allowed.",
-			labels: map[string]string{names.OwnerLabel: "n_team-a.other"},
+			labels: map[string]string{ownership.OwnerLabel: "n_team-a.other"},
 			mods:   []mod{explicitName("sibling"), observeOnlyPolicy()},
 			want:   want{exists: true, status: true},
 		},
@@ -78,7 +78,7 @@ func TestTenancy(t *testing.T) {
 		"ClusterScopedObservesAnything": {
 			reason:  "A cluster-scoped resource is the platform team's: it may observe any widget.",
 			cluster: true,
-			labels:  map[string]string{names.OwnerLabel: "n_team-b.web"},
+			labels:  map[string]string{ownership.OwnerLabel: "n_team-b.web"},
 			mods:    []mod{explicitName("victim"), observeOnlyPolicy()},
 			want:    want{exists: true, status: true},
 		},
@@ -95,7 +95,7 @@ func TestTenancy(t *testing.T) {
 				m(mg)
 			}
 			seeded := (&seed{size: "small", labels: tc.labels, description: "team-b's", state: widgetapi.StateReady}).
-				create(t, api, mg.GetAnnotations()["crossplane.io/external-name"], names.Owner(mg))
+				create(t, api, mg.GetAnnotations()["crossplane.io/external-name"], ownership.Marker(mg))
 			if tc.stale {
 				mg.SetWidgetObservation(observation(seeded))
 			}
@@ -105,7 +105,7 @@ func TestTenancy(t *testing.T) {
 			if (err != nil) != tc.want.err {
 				t.Fatalf("%s\nObserve(...): want error %t, got %v", tc.reason, tc.want.err, err)
 			}
-			mentions(t, tc.reason, err, tc.want.mentions, names.Owner(mg))
+			mentions(t, tc.reason, err, tc.want.mentions, ownership.Marker(mg))
 			for _, f := range tc.want.hides {
 				if strings.Contains(err.Error(), f) {
 					t.Errorf("%s\nObserve(...): error %q reveals %q", tc.reason, err, f)

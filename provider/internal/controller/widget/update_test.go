@@ -16,7 +16,7 @@ import (
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/fakes"
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
-	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ownership"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
@@ -69,7 +69,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			seed:   fullSeed(ownerPlaceholder),
 			mods:   []mod{defaultName(), withSpec(large), synced()},
 			want: want{
-				widget:  widget{Size: "large", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
+				widget:  widget{Size: "large", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", ownership.OwnerLabel: ownerPlaceholder}},
 				events:  []event.Event{event.Normal(ReasonDriftRepaired, `Widget was changed outside Crossplane; restored it: size: want "large", have "small"`)},
 				updates: map[string]float64{"drift": 1},
 				details: managed.AdditionalDetails{"cause": "drift", "diff": `size: want "large", have "small"`},
@@ -81,7 +81,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			seed:   fullSeed(ownerPlaceholder),
 			mods:   []mod{defaultName(), withSpec(large), syncedEarlier()},
 			want: want{
-				widget:  widget{Size: "large", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
+				widget:  widget{Size: "large", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", ownership.OwnerLabel: ownerPlaceholder}},
 				events:  []event.Event{event.Normal(ReasonUpdated, `Updated widget to match the spec: size: want "large", have "small"`)},
 				updates: map[string]float64{"spec": 1},
 				details: managed.AdditionalDetails{"cause": "spec", "diff": `size: want "large", have "small"`},
@@ -93,7 +93,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			seed:   withSeed(fullSeed(ownerPlaceholder), func(s *seed) { s.description = "old" }),
 			mods:   []mod{defaultName(), withSpec(full)},
 			want: want{
-				widget:  widget{Size: "small", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
+				widget:  widget{Size: "small", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", ownership.OwnerLabel: ownerPlaceholder}},
 				events:  []event.Event{event.Normal(ReasonUpdated, `Updated widget to match the spec: description: want "web tier", have "old"`)},
 				updates: map[string]float64{"spec": 1},
 				details: managed.AdditionalDetails{"cause": "spec", "diff": `description: want "web tier", have "old"`},
@@ -105,7 +105,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			seed:   withSeed(fullSeed(""), func(s *seed) { s.labels = map[string]string{"team": "a", "env": "prod"} }),
 			mods:   []mod{explicitName("imported")},
 			want: want{
-				widget:  widget{Size: "small", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", "env": "prod", names.OwnerLabel: ownerPlaceholder}},
+				widget:  widget{Size: "small", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", "env": "prod", ownership.OwnerLabel: ownerPlaceholder}},
 				events:  []event.Event{event.Normal(ReasonAdopted, "Adopted widget imported; it is now managed by this resource")},
 				updates: map[string]float64{"adopt": 1},
 				details: managed.AdditionalDetails{"cause": "adopt", "diff": "ownership labels: want {markers}, have {}"},
@@ -118,7 +118,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			mods:    []mod{defaultName(), withSpec(full), synced()},
 			knownID: true,
 			want: want{
-				widget:  widget{Size: "small", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
+				widget:  widget{Size: "small", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", ownership.OwnerLabel: ownerPlaceholder}},
 				events:  []event.Event{event.Normal(ReasonDriftRepaired, `Widget was changed outside Crossplane; restored it: ownership labels: want {markers}, have {}`)},
 				updates: map[string]float64{"drift": 1},
 				details: managed.AdditionalDetails{"cause": "drift", "diff": "ownership labels: want {markers}, have {}"},
@@ -132,7 +132,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			}),
 			mods: []mod{defaultName(), withSpec(commonv1beta1.WidgetParameters{Size: ptr.To("large")}), synced()},
 			want: want{
-				widget:  widget{Size: "large", Region: "us-east-1", Description: "web tier", Labels: map[string]string{commonv1beta1.OwnershipLabelPrefix + "tier": "gold", names.OwnerLabel: ownerPlaceholder}},
+				widget:  widget{Size: "large", Region: "us-east-1", Description: "web tier", Labels: map[string]string{commonv1beta1.OwnershipLabelPrefix + "tier": "gold", ownership.OwnerLabel: ownerPlaceholder}},
 				events:  []event.Event{event.Normal(ReasonDriftRepaired, `Widget was changed outside Crossplane; restored it: size: want "large", have "small"`)},
 				updates: map[string]float64{"drift": 1},
 				details: managed.AdditionalDetails{"cause": "drift", "diff": `size: want "large", have "small"`},
@@ -146,7 +146,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 				Region: ptr.To("eu-west-1"), Size: ptr.To("medium"), Labels: map[string]string{"env": "prod"}, Description: ptr.To("first"),
 			})},
 			want: want{
-				widget:  widget{Size: "large", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
+				widget:  widget{Size: "large", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", ownership.OwnerLabel: ownerPlaceholder}},
 				events:  []event.Event{event.Normal(ReasonUpdated, `Updated widget to match the spec: size: want "large", have "small"`)},
 				updates: map[string]float64{"spec": 1},
 				details: managed.AdditionalDetails{"cause": "spec", "diff": `size: want "large", have "small"`},
@@ -165,7 +165,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			},
 			want: want{
 				err: cmpopts.AnyError, mentions: []string{"changed while it was being updated"},
-				widget:    widget{Size: "small", Region: "us-east-1", Description: "someone else", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
+				widget:    widget{Size: "small", Region: "us-east-1", Description: "someone else", Labels: map[string]string{"team": "a", ownership.OwnerLabel: ownerPlaceholder}},
 				untouched: true,
 				ready:     xpv2.Available(),
 			},
@@ -178,7 +178,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			between: deleteWidget,
 			want: want{
 				err: cmpopts.AnyError, checked: widgetapi.IsConflict,
-				widget:    widget{Size: "small", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
+				widget:    widget{Size: "small", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", ownership.OwnerLabel: ownerPlaceholder}},
 				untouched: true,
 				ready:     xpv2.Available(),
 			},
@@ -191,7 +191,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			exhaust: true,
 			want: want{
 				err: cmpopts.AnyError, checked: isRateLimited,
-				widget:    widget{Size: "small", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", names.OwnerLabel: ownerPlaceholder}},
+				widget:    widget{Size: "small", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", ownership.OwnerLabel: ownerPlaceholder}},
 				untouched: true,
 				ready:     xpv2.Creating(),
 			},
@@ -211,7 +211,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			for _, m := range tc.mods {
 				m(mg)
 			}
-			owner := names.Owner(mg)
+			owner := ownership.Marker(mg)
 			name := meta.GetExternalName(mg)
 			seeded := tc.seed.create(t, seedAPI, name, owner)
 			if tc.knownID {

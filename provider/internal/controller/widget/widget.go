@@ -25,6 +25,7 @@ import (
 	"github.com/widgetco/crossplane-widget/provider/internal/metrics"
 	"github.com/widgetco/crossplane-widget/provider/internal/mrsetup"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ownership"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
@@ -105,7 +106,7 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	if !names.ValidWidgetName(name) {
 		return managed.ExternalObservation{}, errors.Errorf("external name %q is not a valid widget name: use at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit", name)
 	}
-	if unborn(mg) {
+	if neverCreated(mg) {
 		return managed.ExternalObservation{}, nil
 	}
 	w, err := e.api.GetWidget(ctx, name)
@@ -120,10 +121,10 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	}
 
 	// Ours: our marker, and the namespace the labels record is ours (see
-	// names.Owns); a marker alone proves nothing.
-	mine := names.Owns(mg, w.Labels)
-	owner := w.Labels[names.OwnerLabel]
-	if owner == "" && names.ReservedAgainst(mg, w.Labels) {
+	// ownership.Owns); a marker alone proves nothing.
+	mine := ownership.Owns(mg, w.Labels)
+	owner := w.Labels[ownership.OwnerLabel]
+	if owner == "" && ownership.ReservedAgainst(mg, w.Labels) {
 		// Released by another namespace's resource (or the platform's),
 		// and reserved for it: whatever the status claims, this resource
 		// never managed it. Checked before the recorded ID, which anyone
@@ -136,13 +137,13 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	// taken over yet): taking it over then is an adoption.
 	known := mg.GetWidgetObservation().ID != "" && mg.GetWidgetObservation().ID == w.ID && !reviewedOnly(mg)
 	e.adopting = owner == "" && !known
-	e.migrating = names.Migrates(mg, w.Labels)
+	e.migrating = ownership.Migrates(mg, w.Labels)
 	if meta.WasDeleted(mg) && (owner != "" && !mine || e.adopting) {
 		// Not ours (another resource's, or never taken over): deleting
 		// this resource must not delete the widget.
 		return managed.ExternalObservation{}, nil
 	}
-	if owner != "" && !mine && !names.Reaches(mg, w.Labels) {
+	if owner != "" && !mine && !ownership.InReach(mg, w.Labels) {
 		// Another tenant's widget: not even observed. Nothing of it may
 		// reach this resource's status, not even who owns it.
 		mg.SetWidgetObservation(commonv1beta1.WidgetObservation{})
@@ -155,7 +156,7 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		if reviewing(mg) {
 			mg.SetConditions(managedByAnother(name, owner))
 		}
-		return managed.ExternalObservation{}, errors.Errorf("widget %s is already managed by %s (label %s=%s); one widget can have only one managing resource: choose another external name, or delete that resource (to keep the widget, leave Delete out of its management policies or set deletionPolicy Orphan: the provider then removes the label, and this resource can adopt the widget); if that resource no longer exists, the label was left by a provider version that did not remove it: remove the label from the widget in the Widget API", name, names.DescribeOwner(owner), names.OwnerLabel, owner)
+		return managed.ExternalObservation{}, errors.Errorf("widget %s is already managed by %s (label %s=%s); one widget can have only one managing resource: choose another external name, or delete that resource (to keep the widget, leave Delete out of its management policies or set deletionPolicy Orphan: the provider then removes the label, and this resource can adopt the widget); if that resource no longer exists, the label was left by a provider version that did not remove it: remove the label from the widget in the Widget API", name, ownership.Describe(owner), ownership.OwnerLabel, owner)
 	}
 	if e.adopting && names.Defaulted(mg) && !observeOnly(mg) {
 		return managed.ExternalObservation{}, errors.Errorf("a widget named %s already exists and no managed resource owns it; to adopt it, set the annotation %s: %s explicitly (or choose another name)", name, meta.AnnotationKeyExternalName, name)
@@ -179,7 +180,7 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		// is gone; an out-of-band delete is then repaired by re-creating.
 		return o, nil
 	}
-	d := compare(p, w, names.Markers(mg))
+	d := compare(p, w, ownership.Labels(mg))
 	o.ResourceUpToDate = d.empty()
 	o.Diff = d.String()
 	switch {
@@ -205,7 +206,7 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 }
 
 // reserved refuses a widget that a resource outside mg's namespace
-// released (see names.ReservedAgainst). Nothing of the widget reaches mg's
+// released (see ownership.ReservedAgainst). Nothing of the widget reaches mg's
 // status, and the words name neither the releaser nor its namespace: only
 // mg's own namespace, and the label that the platform team can remove.
 func (e *external[T]) reserved(mg T, name string) (managed.ExternalObservation, error) {
@@ -215,9 +216,9 @@ func (e *external[T]) reserved(mg T, name string) (managed.ExternalObservation, 
 		return managed.ExternalObservation{}, nil
 	}
 	if reviewing(mg) {
-		mg.SetConditions(refusedReview(ReasonReserved, fmt.Sprintf("Widget %s was released by a resource outside namespace %s and is reserved for the namespace that released it: it can be neither reviewed nor taken over from here. The platform team can clear the reservation by removing the label %s from the widget in the Widget API.", name, mg.GetNamespace(), names.ReleasedByLabel)))
+		mg.SetConditions(refusedReview(ReasonReserved, fmt.Sprintf("Widget %s was released by a resource outside namespace %s and is reserved for the namespace that released it: it can be neither reviewed nor taken over from here. The platform team can clear the reservation by removing the label %s from the widget in the Widget API.", name, mg.GetNamespace(), ownership.ReleasedByLabel)))
 	}
-	err := errors.Errorf("widget %s was released by a resource outside namespace %s and is reserved for the namespace that released it, so a namespaced Widget here can neither manage nor observe it: choose another external name, or ask your platform team to clear the reservation by removing the label %s from the widget in the Widget API", name, mg.GetNamespace(), names.ReleasedByLabel)
+	err := errors.Errorf("widget %s was released by a resource outside namespace %s and is reserved for the namespace that released it, so a namespaced Widget here can neither manage nor observe it: choose another external name, or ask your platform team to clear the reservation by removing the label %s from the widget in the Widget API", name, mg.GetNamespace(), ownership.ReleasedByLabel)
 	e.record.Event(mg, event.Warning(event.Reason(ReasonReserved), err))
 	return managed.ExternalObservation{}, err
 }
@@ -230,7 +231,7 @@ func reviewedOnly(mg commonv1beta1.WidgetResource) bool {
 	return c.Status != corev1.ConditionUnknown && c.Reason != ReasonManaged
 }
 
-// unborn reports whether mg is a new, fully managed resource under the name
+// neverCreated reports whether mg is a new, fully managed resource under the name
 // the provider chose that has never asked for its widget: no create was ever
 // started for it (crossplane-runtime saves external-create-pending before
 // every create) and no widget was ever observed. Its widget is created
@@ -239,7 +240,7 @@ func reviewedOnly(mg commonv1beta1.WidgetResource) bool {
 // deletionPolicy Orphan and made again, or someone created a widget under
 // the hashed name), the create fails with a conflict and the retry, whose
 // create is now pending, reads the widget and decides as for any other.
-func unborn(mg commonv1beta1.WidgetResource) bool {
+func neverCreated(mg commonv1beta1.WidgetResource) bool {
 	return names.Defaulted(mg) &&
 		meta.GetExternalCreatePending(mg).IsZero() &&
 		mg.GetWidgetObservation().ID == "" &&
@@ -275,7 +276,7 @@ func refusedReview(reason xpv2.ConditionReason, msg string) xpv2.Condition {
 // managedByAnother is the UpToDate condition of a review of a widget that
 // another resource this one may see manages: a takeover would be refused.
 func managedByAnother(name, owner string) xpv2.Condition {
-	return refusedReview(ReasonManagedByAnother, fmt.Sprintf("Switching to full management would be refused: widget %s is already managed by %s (label %s=%s).", name, names.DescribeOwner(owner), names.OwnerLabel, owner))
+	return refusedReview(ReasonManagedByAnother, fmt.Sprintf("Switching to full management would be refused: widget %s is already managed by %s (label %s=%s).", name, ownership.Describe(owner), ownership.OwnerLabel, owner))
 }
 
 // importReview is the UpToDate condition of an observe-only Widget: whether
@@ -306,7 +307,7 @@ func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreatio
 		Name:        name,
 		Size:        size,
 		Region:      region,
-		Labels:      desiredLabels(labels, nil, names.Markers(mg)),
+		Labels:      desiredLabels(labels, nil, ownership.Labels(mg)),
 		Description: description,
 	})
 	if widgetapi.IsAlreadyExists(err) {
@@ -326,11 +327,11 @@ func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreatio
 func (e *external[T]) Update(ctx context.Context, mg T) (managed.ExternalUpdate, error) {
 	name := meta.GetExternalName(mg)
 	p, obs := mg.GetWidgetParameters(), mg.GetWidgetObservation()
-	before := compare(p, fromObservation(obs), names.Markers(mg))
+	before := compare(p, fromObservation(obs), ownership.Labels(mg))
 	cause := e.cause(mg)
 	w, err := e.api.ReplaceWidget(ctx, name, widgetapi.ReplaceWidgetRequest{
 		Size:        deref(p.Size, obs.Size),
-		Labels:      desiredLabels(p.Labels, obs.Labels, names.Markers(mg)),
+		Labels:      desiredLabels(p.Labels, obs.Labels, ownership.Labels(mg)),
 		Description: deref(p.Description, obs.Description),
 	}, widgetapi.IfGeneration(obs.Generation))
 	if widgetapi.IsPreconditionFailed(err) {
@@ -449,7 +450,7 @@ func desiredLabels(want, current map[string]string, markers map[string]string) m
 	if src == nil {
 		src = current
 	}
-	out := names.WithoutOwnership(src)
+	out := ownership.Without(src)
 	maps.Copy(out, markers)
 	return out
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
-	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ownership"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
@@ -88,7 +88,7 @@ func testDelete[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T)
 			keyName := meta.GetExternalName(mg)
 			seedWidget(t, seedAPI, widgetapi.StateProvisioning, ownedWidget(mg))
 			if tc.seedKey {
-				seedKey(t, seedAPI, keyName, "", names.Markers(mg))
+				seedKey(t, seedAPI, keyName, "", ownership.Labels(mg))
 			}
 			if tc.exhaust {
 				apitest.Exhaust(t, api)

@@ -20,6 +20,7 @@ import (
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ownership"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
@@ -55,14 +56,14 @@ func explicitName(n string) mod {
 // create.
 func defaultName() mod {
 	return func(mg commonv1beta1.WidgetKeyResource) {
-		unbornName()(mg)
+		chosenName()(mg)
 		meta.SetExternalCreatePending(mg, time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
 	}
 }
 
-// unbornName gives the resource the external name the provider chooses, as
+// chosenName gives the resource the external name the provider chooses, as
 // its initializer does before the first create.
-func unbornName() mod {
+func chosenName() mod {
 	return func(mg commonv1beta1.WidgetKeyResource) {
 		n := names.Default(mg)
 		meta.SetExternalName(mg, n)
@@ -204,9 +205,9 @@ func rateLimitedSlowProvisioning(o *server.Options) {
 // named like the widget, in mg's scope and namespace, manages.
 func ownedWidget(mg commonv1beta1.WidgetKeyResource) map[string]string {
 	if ns := mg.GetNamespace(); ns != "" {
-		return map[string]string{names.OwnerLabel: "n_" + ns + "." + widgetName}
+		return map[string]string{ownership.OwnerLabel: "n_" + ns + "." + widgetName}
 	}
-	return map[string]string{names.OwnerLabel: "c_" + widgetName}
+	return map[string]string{ownership.OwnerLabel: "c_" + widgetName}
 }
 
 // seedWidget creates the widget with labels and waits for state.
@@ -231,7 +232,7 @@ func seedWidget(t *testing.T, api *widgetapi.Client, state widgetapi.State, labe
 	}
 }
 
-// seedKey creates a key of the widget with labels (names.Markers of the
+// seedKey creates a key of the widget with labels (ownership.Labels of the
 // resource that created it, or nil for a key made outside Crossplane).
 func seedKey(t *testing.T, api *widgetapi.Client, name, desc string, labels map[string]string) *widgetapi.Key {
 	t.Helper()

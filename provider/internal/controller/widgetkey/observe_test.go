@@ -16,7 +16,7 @@ import (
 
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/fakes"
-	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ownership"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
@@ -164,18 +164,18 @@ func testObserve[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T
 			mods:   []mod{defaultName(), forWidget(widgetName), writesSecret(), observeOnlyPolicy()},
 			want:   want{exists: true, status: true, endpoint: true, ready: xpv2.Available(), keyKept: true},
 		},
-		"UnbornObserveOnly": {
+		"NeverCreatedObserveOnly": {
 			reason: "An observe-only resource reads its key even under the provider's name with no create started: it never creates one.",
 			widget: readyWidget,
 			key:    ptr.To(""),
-			mods:   []mod{unbornName(), forWidget(widgetName), writesSecret(), observeOnlyPolicy()},
+			mods:   []mod{chosenName(), forWidget(widgetName), writesSecret(), observeOnlyPolicy()},
 			want:   want{exists: true, status: true, endpoint: true, ready: xpv2.Available(), keyKept: true},
 		},
-		"UnbornDeleting": {
+		"NeverCreatedDeleting": {
 			reason: "A resource being deleted reads its key even with no create started, so that a key it made is revoked.",
 			widget: readyWidget,
 			key:    ptr.To(""),
-			mods:   []mod{unbornName(), forWidget(widgetName), writesSecret(), deleted()},
+			mods:   []mod{chosenName(), forWidget(widgetName), writesSecret(), deleted()},
 			want:   want{exists: true, status: true, endpoint: true, ready: xpv2.Available(), keyKept: true},
 		},
 		"Deleting": {
@@ -241,7 +241,7 @@ func testObserve[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T
 			}
 			var k *widgetapi.Key
 			if tc.key != nil {
-				k = seedKey(t, seedAPI, keyName, *tc.key, names.Markers(mg))
+				k = seedKey(t, seedAPI, keyName, *tc.key, ownership.Labels(mg))
 			}
 			if tc.exhaust {
 				apitest.Exhaust(t, api)

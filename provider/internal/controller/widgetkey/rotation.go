@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
-	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ownership"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
@@ -474,7 +474,7 @@ func (e *external[T]) createNext(ctx context.Context, mg T, p *rotationPlan) (*w
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot get the key's widget")
 	}
-	if !names.Reaches(mg, w.Labels) {
+	if !ownership.InReach(mg, w.Labels) {
 		return nil, outOfReach(mg, p.widget)
 	}
 	name := rotatedName(meta.GetExternalName(mg), generation(meta.GetExternalName(mg), p.current.Name)+1)
@@ -482,7 +482,7 @@ func (e *external[T]) createNext(ctx context.Context, mg T, p *rotationPlan) (*w
 	if d := mg.GetWidgetKeyInitParameters().Description; d != nil {
 		desc = *d
 	}
-	k, err := e.api.CreateKey(ctx, p.widget, widgetapi.CreateKeyRequest{Name: name, Labels: names.Markers(mg), Description: desc})
+	k, err := e.api.CreateKey(ctx, p.widget, widgetapi.CreateKeyRequest{Name: name, Labels: ownership.Labels(mg), Description: desc})
 	if widgetapi.IsAlreadyExists(err) {
 		return nil, errors.Errorf("cannot rotate: widget %s already has a key named %s that this WidgetKey did not create; revoke it where it was created, or give this WidgetKey another external name", p.widget, name)
 	}

@@ -24,6 +24,7 @@ import (
 	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/fakes"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ownership"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 	"github.com/widgetco/crossplane-widget/widgetapi/server"
@@ -103,7 +104,7 @@ func newWorld(t *testing.T, r *commonv1beta1.KeyRotation, opts ...apitest.Option
 	inspector := apitest.WithOptions(func(o *server.Options) { o.Tokens[tokenInspector] = apitest.ProjectA })
 	env := apitest.Start(t, append([]apitest.Option{apitest.WithOptions(c.serverOpts), inspector}, opts...)...)
 	w := &world{t: t, env: env, api: env.Client(t, apitest.TokenA), inspect: env.Client(t, tokenInspector), clock: c, secret: &secretStore{}, rec: &fakes.Recorder{}, mg: newNamespaced()}
-	for _, m := range []mod{unbornName(), forWidget(widgetName), writesSecret(), described("ci")} {
+	for _, m := range []mod{chosenName(), forWidget(widgetName), writesSecret(), described("ci")} {
 		m(w.mg)
 	}
 	w.mg.Spec.ForProvider.Rotation = r
@@ -441,7 +442,7 @@ func TestRotationDelete(t *testing.T) {
 	base := string(w.secret.data[DetailKeyName])
 	w.clock.advance(24 * time.Hour)
 	w.must()
-	seedKey(t, w.api, base+"-r7", "", map[string]string{names.OwnerLabel: "n_team-b.other"})
+	seedKey(t, w.api, base+"-r7", "", map[string]string{ownership.OwnerLabel: "n_team-b.other"})
 	deleted()(w.mg)
 	e := w.external(w.api)
 	obs, err := e.Observe(t.Context(), w.mg)
@@ -461,7 +462,7 @@ func TestRotationRefusals(t *testing.T) {
 		w := newWorld(t, rotation(24*time.Hour, time.Hour))
 		explicitName("shared")(w.mg)
 		meta.SetExternalCreatePending(w.mg, w.clock.now())
-		seedKey(t, w.api, "shared", "", map[string]string{names.OwnerLabel: "n_team-b.other"})
+		seedKey(t, w.api, "shared", "", map[string]string{ownership.OwnerLabel: "n_team-b.other"})
 		w.secret.data = map[string][]byte{DetailKey: []byte("wks_x"), DetailKeyName: []byte("shared")}
 		w.clock.advance(48 * time.Hour)
 		_, err := w.reconcile(complete)

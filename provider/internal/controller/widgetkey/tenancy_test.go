@@ -17,7 +17,7 @@ import (
 
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/fakes"
-	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ownership"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 	"github.com/widgetco/crossplane-widget/widgetapi/apitest"
 )
@@ -26,19 +26,19 @@ import (
 // test is a WidgetKey in namespace team-a (newNamespaced) or the
 // cluster-scoped WidgetKey ci (newCluster).
 var (
-	widgetOfTeamA   = map[string]string{names.OwnerLabel: "n_team-a.w"}
-	widgetOfTeamB   = map[string]string{names.OwnerLabel: "n_team-b.w"}
-	widgetOfCluster = map[string]string{names.OwnerLabel: "c_w"}
+	widgetOfTeamA   = map[string]string{ownership.OwnerLabel: "n_team-a.w"}
+	widgetOfTeamB   = map[string]string{ownership.OwnerLabel: "n_team-b.w"}
+	widgetOfCluster = map[string]string{ownership.OwnerLabel: "c_w"}
 	// A long namespace cannot be read back from the marker, only from the
 	// namespace label.
-	widgetOfTeamALongMarker = map[string]string{names.OwnerLabel: "n_team-a-with-a-very-long-name-that-is-cut-0123456-1a2b3c4d5e", names.OwnerNamespaceLabel: "team-a"}
-	keyOfTeamA              = map[string]string{names.OwnerLabel: "n_team-a.ci"}
-	keyOfTeamAOther         = map[string]string{names.OwnerLabel: "n_team-a.other"}
-	keyOfTeamB              = map[string]string{names.OwnerLabel: "n_team-b.ci"}
+	widgetOfTeamALongMarker = map[string]string{ownership.OwnerLabel: "n_team-a-with-a-very-long-name-that-is-cut-0123456-1a2b3c4d5e", ownership.NamespaceLabel: "team-a"}
+	keyOfTeamA              = map[string]string{ownership.OwnerLabel: "n_team-a.ci"}
+	keyOfTeamAOther         = map[string]string{ownership.OwnerLabel: "n_team-a.other"}
+	keyOfTeamB              = map[string]string{ownership.OwnerLabel: "n_team-b.ci"}
 	// team-b's widget with a namespace label that claims team-a: forged.
-	widgetOfTeamBClaimingTeamA = map[string]string{names.OwnerLabel: "n_team-b.w", names.OwnerNamespaceLabel: "team-a"}
+	widgetOfTeamBClaimingTeamA = map[string]string{ownership.OwnerLabel: "n_team-b.w", ownership.NamespaceLabel: "team-a"}
 	// This WidgetKey's own marker with a namespace label of team-b: forged.
-	keyOfTeamAClaimingTeamB = map[string]string{names.OwnerLabel: "n_team-a.ci", names.OwnerNamespaceLabel: "team-b"}
+	keyOfTeamAClaimingTeamB = map[string]string{ownership.OwnerLabel: "n_team-a.ci", ownership.NamespaceLabel: "team-b"}
 )
 
 // alpha and bravo are two 55-character namespaces that share their first 50
@@ -52,13 +52,13 @@ const (
 
 var (
 	// widgetOfAlphaLegacy is marked by alpha/w-owner-of-widget.
-	widgetOfAlphaLegacy = map[string]string{names.OwnerLabel: "n_team-payments-europe-west-production-cluster-00001-ec97e3e9e0", names.OwnerNamespaceLabel: alpha}
+	widgetOfAlphaLegacy = map[string]string{ownership.OwnerLabel: "n_team-payments-europe-west-production-cluster-00001-ec97e3e9e0", ownership.NamespaceLabel: alpha}
 	// keyOfAlphaLegacy was created by the WidgetKey alpha/web-frontend-key.
-	keyOfAlphaLegacy = map[string]string{names.OwnerLabel: "n_team-payments-europe-west-production-cluster-00001-25dd0cf4e3", names.OwnerNamespaceLabel: alpha}
+	keyOfAlphaLegacy = map[string]string{ownership.OwnerLabel: "n_team-payments-europe-west-production-cluster-00001-25dd0cf4e3", ownership.NamespaceLabel: alpha}
 	// keyOfAlphaCollidingWithBravo is a key of alpha whose legacy marker
 	// equals that of bravo/probe-000001: what a search of 2^40 names of
 	// bravo can find.
-	keyOfAlphaCollidingWithBravo = map[string]string{names.OwnerLabel: "n_team-payments-europe-west-production-cluster-00001-b89f23b543", names.OwnerNamespaceLabel: alpha}
+	keyOfAlphaCollidingWithBravo = map[string]string{ownership.OwnerLabel: "n_team-payments-europe-west-production-cluster-00001-b89f23b543", ownership.NamespaceLabel: alpha}
 )
 
 // movedTo puts the WidgetKey in namespace ns under name.
@@ -224,24 +224,24 @@ func TestTenancy(t *testing.T) {
 			mods:   []mod{defaultName(), forWidget(widgetName)},
 			want:   want{calls: []string{"get widget", "get key", "get widget", "create key"}, keys: []string{"{key}"}},
 		},
-		"UnbornOwnNamespace": {
+		"NeverCreatedOwnNamespace": {
 			reason: "A new key under the provider's name is created without reading it first; its widget is read again by Create, for the tenancy check that creates a key (Observe's read may come from memory).",
 			widget: widgetOfTeamA,
-			mods:   []mod{unbornName(), forWidget(widgetName)},
+			mods:   []mod{chosenName(), forWidget(widgetName)},
 			want:   want{calls: []string{"get widget", "get widget", "create key"}, keys: []string{"{key}"}},
 		},
-		"UnbornOnAnotherNamespacesWidget": {
+		"NeverCreatedOnAnotherNamespacesWidget": {
 			reason: "A new key for team-b's widget is refused as any other, and none is created.",
 			widget: widgetOfTeamB,
-			mods:   []mod{unbornName(), forWidget(widgetName)},
+			mods:   []mod{chosenName(), forWidget(widgetName)},
 			want: want{err: true, mentions: []string{"widget w is not managed by a Widget in namespace team-a"},
 				calls: []string{"get widget"}},
 		},
-		"UnbornNameTaken": {
+		"NeverCreatedNameTaken": {
 			reason: "A key of team-b under the name a new key would take is not read and not touched: the create fails as already existing, and the retry reads the key.",
 			widget: widgetOfTeamA,
 			key:    keyOfTeamB,
-			mods:   []mod{unbornName(), forWidget(widgetName)},
+			mods:   []mod{chosenName(), forWidget(widgetName)},
 			want:   want{createFails: []string{"already has a key named", "retrying"}, calls: []string{"get widget", "get widget", "create key"}, keys: []string{"{key}"}},
 		},
 		"OwnNamespaceLongMarker": {
@@ -416,7 +416,7 @@ func TestCreateReadsTheWidgetAgain(t *testing.T) {
 	seedWidget(t, env.Client(t, apitest.TokenA), widgetapi.StateReady, widgetOfTeamB)
 	api, calls := recordingClient(t, env)
 	mg := newNamespaced()
-	for _, m := range []mod{unbornName(), forWidget(widgetName)} {
+	for _, m := range []mod{chosenName(), forWidget(widgetName)} {
 		m(mg)
 	}
 	e := &external[commonv1beta1.WidgetKeyResource]{api: api, recent: rememberedWidget{labels: widgetOfTeamA},

@@ -28,6 +28,7 @@ import (
 	"github.com/widgetco/crossplane-widget/provider/internal/clients"
 	"github.com/widgetco/crossplane-widget/provider/internal/mrsetup"
 	"github.com/widgetco/crossplane-widget/provider/internal/names"
+	"github.com/widgetco/crossplane-widget/provider/internal/ownership"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
@@ -124,7 +125,7 @@ type external[T commonv1beta1.WidgetKeyResource] struct {
 }
 
 // Observe reads the key's widget and the key. It acts only within the
-// resource's tenancy (see names.Reaches): a namespaced WidgetKey reads keys
+// resource's tenancy (see ownership.InReach): a namespaced WidgetKey reads keys
 // only of widgets that a managed resource in its own namespace manages, and
 // manages only keys it created itself, which the Widget API reports carrying
 // its owner marker (see createdBy). Being deleted, it reports any other key
@@ -158,7 +159,7 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, "cannot get the key's widget")
 	}
-	reach := names.Reaches(mg, w.Labels)
+	reach := ownership.InReach(mg, w.Labels)
 	if !reach && meta.WasDeleted(mg) && mg.GetWidgetKeyObservation().ID == "" {
 		// Out of reach, and this resource never recorded a key: none of
 		// the widget's keys can be its own. Read none. (A recorded ID only
@@ -170,7 +171,7 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		return managed.ExternalObservation{}, outOfReach(mg, widget)
 	}
 
-	if reach && unborn(mg) {
+	if reach && neverCreated(mg) {
 		// Nothing to read: Create makes the key.
 		return managed.ExternalObservation{}, nil
 	}
@@ -196,7 +197,7 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 			return e.notRevoked(mg, outOfReachNotRevoked(mg, widget))
 		}
 		if meta.WasDeleted(mg) {
-			return e.notRevoked(mg, errors.Errorf("key %s of widget %s does not carry this WidgetKey's owner marker (%s=%s), so this WidgetKey did not create it: left the key in the Widget API; revoke it where it was created if it should go", name, widget, names.OwnerLabel, names.Owner(mg)))
+			return e.notRevoked(mg, errors.Errorf("key %s of widget %s does not carry this WidgetKey's owner marker (%s=%s), so this WidgetKey did not create it: left the key in the Widget API; revoke it where it was created if it should go", name, widget, ownership.OwnerLabel, ownership.Marker(mg)))
 		}
 		return managed.ExternalObservation{}, errors.Errorf("widget %s already has a key named %s that this WidgetKey did not create, and a namespaced WidgetKey manages only keys it created: choose another external name, or remove the %s annotation so that the provider names a new key", widget, name, meta.AnnotationKeyExternalName)
 	}
@@ -277,7 +278,7 @@ func outOfReach(mg resource.Managed, widget string) error {
 	return errors.Errorf("widget %s is not managed by a Widget in namespace %s, and a namespaced WidgetKey can hold keys only of widgets that a managed resource in its own namespace manages (an Observe-only import does not count): reference a Widget of this namespace with widgetNameRef or widgetNameSelector, or manage the widget with a Widget in this namespace first", widget, mg.GetNamespace())
 }
 
-// unborn reports whether mg is a new, fully managed key under the name the
+// neverCreated reports whether mg is a new, fully managed key under the name the
 // provider chose that has never asked for its key: no create was ever
 // started for it (crossplane-runtime saves external-create-pending before
 // every create) and no key was ever observed. It is created without reading
@@ -286,7 +287,7 @@ func outOfReach(mg resource.Managed, widget string) error {
 // all (the resource was deleted with deletionPolicy Orphan and made again),
 // the create fails as already existing, and the retry, whose create is now
 // pending, reads the key and decides as for any other.
-func unborn(mg commonv1beta1.WidgetKeyResource) bool {
+func neverCreated(mg commonv1beta1.WidgetKeyResource) bool {
 	p := mg.GetManagementPolicies()
 	return names.Defaulted(mg) &&
 		meta.GetExternalCreatePending(mg).IsZero() &&
@@ -296,11 +297,11 @@ func unborn(mg commonv1beta1.WidgetKeyResource) bool {
 }
 
 // createdBy reports whether mg created k: the Widget API reports k carrying
-// mg's owner marker and namespace (see names.Owns; a key marked by an older
+// mg's owner marker and namespace (see ownership.Owns; a key marked by an older
 // provider keeps its marker, since keys cannot be relabelled). The key ID in
 // mg's status is no proof: anyone who may edit mg may write its status too.
 func createdBy(mg commonv1beta1.WidgetKeyResource, k *widgetapi.Key) bool {
-	return names.Owns(mg, k.Labels)
+	return ownership.Owns(mg, k.Labels)
 }
 
 // secretRecorded returns the key's secret as the resource's connection
@@ -360,7 +361,7 @@ func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreatio
 	if err != nil {
 		return managed.ExternalCreation{}, errors.Wrap(err, "cannot get the key's widget")
 	}
-	if !names.Reaches(mg, w.Labels) {
+	if !ownership.InReach(mg, w.Labels) {
 		return managed.ExternalCreation{}, outOfReach(mg, widget)
 	}
 	if e.lost && e.lostKeys != nil {
@@ -381,7 +382,7 @@ func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreatio
 	if p := mg.GetWidgetKeyInitParameters(); p.Description != nil {
 		desc = *p.Description
 	}
-	k, err := e.api.CreateKey(ctx, widget, widgetapi.CreateKeyRequest{Name: name, Labels: names.Markers(mg), Description: desc})
+	k, err := e.api.CreateKey(ctx, widget, widgetapi.CreateKeyRequest{Name: name, Labels: ownership.Labels(mg), Description: desc})
 	if widgetapi.IsAlreadyExists(err) {
 		return managed.ExternalCreation{}, errors.Errorf("widget %s already has a key named %s; retrying", widget, name)
 	}
