@@ -41,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/widgetco/crossplane-widget/apis"
+	"github.com/widgetco/crossplane-widget/provider/internal/cachetrim"
 	"github.com/widgetco/crossplane-widget/provider/internal/changelog"
 	"github.com/widgetco/crossplane-widget/provider/internal/clients"
 	widgetcontroller "github.com/widgetco/crossplane-widget/provider/internal/controller"
@@ -48,7 +49,6 @@ import (
 	"github.com/widgetco/crossplane-widget/provider/internal/feed"
 	widgetmetrics "github.com/widgetco/crossplane-widget/provider/internal/metrics"
 	"github.com/widgetco/crossplane-widget/provider/internal/mrsetup"
-	"github.com/widgetco/crossplane-widget/provider/internal/slim"
 	"github.com/widgetco/crossplane-widget/widgetapi"
 )
 
@@ -172,9 +172,9 @@ func run(c *cli) error {
 		Scheme:        scheme,
 		WebhookServer: webhookServer(c),
 		// managedFields are never read here, and are a large part of every
-		// cached object: slim drops them before objects are cached, and
+		// cached object: cachetrim drops them before objects are cached, and
 		// shares the strings cached objects have in common.
-		Cache: cache.Options{SyncPeriod: &c.SyncInterval, DefaultTransform: slim.Transform},
+		Cache: cache.Options{SyncPeriod: &c.SyncInterval, DefaultTransform: cachetrim.Transform},
 		// Secrets are read from the API server, never cached: a cluster
 		// holds many Secrets that are not the provider's (20,000 of 1 KiB
 		// took 35 MB of heap), and the provider reads few: token Secrets

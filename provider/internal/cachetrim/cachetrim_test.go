@@ -1,4 +1,4 @@
-package slim
+package cachetrim
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-// Package slim makes the objects the provider caches smaller.
+// Package cachetrim makes the objects the provider caches smaller.
 //
 // At 10,000 Widgets the informer caches hold 10,000 Widgets and 10,000
 // ProviderConfigUsages, and they are most of the provider's heap. Each
@@ -17,7 +17,7 @@
 // The cache hands out deep copies (controller-runtime's cache reader copies
 // every object it returns), so nothing that reads a cached object can change
 // what another shares with it.
-package slim
+package cachetrim
 
 import (
 	"hash/maphash"
