@@ -168,12 +168,18 @@ func installPT(ctx context.Context, t *testing.T, e *e2eEnv) {
 	if peerPackages.err != nil {
 		t.Fatalf("the pt variant needs the peer functions (bash hack/tools.sh %s %s; eval \"$(bash hack/tools.sh env)\"): %v", fnPT, fnAutoReady, peerPackages.err)
 	}
+	// A package that cannot be installed fails the run with its reason
+	// rather than holding it forever.
+	ictx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
 	for _, f := range []struct{ name, tag string }{{fnPT, "v0.5.0"}, {fnAutoReady, "v0.6.0"}} {
-		ref, err := e.c.PushPackage(ctx, peerPackages.pkgs[f.name], f.name+":"+f.tag)
+		// Under the platform's organisation, whose ImageConfig gives
+		// Crossplane the registry's credentials.
+		ref, err := e.c.PushPackage(ictx, peerPackages.pkgs[f.name], platform.Org+"/"+f.name+":"+f.tag)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.c.InstallFunction(ctx, f.name, ref, ""); err != nil {
+		if _, err := e.c.InstallFunction(ictx, f.name, ref, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -34,7 +34,7 @@ func TestUpstreamStaleConditions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := suite.c.PushPackage(s.ctx, xpkg, "function-patch-and-transform:v0.5.0")
+	ref, err := suite.c.PushPackage(s.ctx, xpkg, platform.Org+"/function-patch-and-transform:v0.5.0")
 	if err != nil {
 		t.Fatal(err)
 	}
