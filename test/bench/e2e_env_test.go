@@ -83,13 +83,17 @@ func startE2EWith(t *testing.T, b *bench, fnPkg string, providerArgs ...string) 
 	if fnPkg != "" {
 		pkgs.Function = fnPkg
 	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// A killed run's containers still hold files in its directory.
+	if err := cluster.ReclaimKilled(ctx, cluster.Options{Tools: tools, Log: log}); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.RemoveAll(e2eDir); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(e2eDir, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	// The machine runs one cluster at a time: Start waits for another's.
 	c, err := cluster.Start(ctx, cluster.Options{Tools: tools, Dir: e2eDir, Log: log})
 	if err != nil {

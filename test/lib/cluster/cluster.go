@@ -356,6 +356,28 @@ func (c *Cluster) stop() error {
 	return nil
 }
 
+// ReclaimKilled tears down what a node or cluster whose process was killed
+// left on this machine, as Start does before it starts, and returns. A
+// caller that empties a killed run's directory before starting a cluster in
+// it calls this first: the killed run's containers still hold files there.
+func ReclaimKilled(ctx context.Context, o Options) error {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	lock, prev, err := node.LockMachine(ctx, func(holder string) {
+		o.Log.Info("Waiting for another node on this machine to end", "holder", holder)
+	})
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	if prev == nil {
+		return nil
+	}
+	c := &Cluster{opts: o, log: o.Log}
+	return c.reclaim(*prev) //nolint:contextcheck // a dead run's leftovers are cleaned up whole, even once ctx ends
+}
+
 // reclaim tears down what a node or cluster whose process was killed left
 // (the lock file's record): every process that names its directory, the
 // node's containers, mounts and cgroups, its bridge, and kube-proxy's rules.
