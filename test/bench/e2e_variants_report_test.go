@@ -67,6 +67,9 @@ var variantRows = []variantRow{
 	{"core reconciles per claim (claim and XR controllers)", "%.1f", func(r *e2eRun, k *kindRun, _ *variantRuns) float64 {
 		return k.kind.coreReconciles(r.core) / float64(r.n)
 	}},
+	{"&nbsp; of the claim controller", "%.1f", func(r *e2eRun, _ *kindRun, _ *variantRuns) float64 {
+		return r.core.sum("controller_runtime_reconcile_total", `controller="claim/`) / float64(r.n)
+	}},
 	{"kube-apiserver requests per claim, all clients", "%.1f", func(r *e2eRun, _ *kindRun, _ *variantRuns) float64 {
 		return r.apisrv.sum("apiserver_request_total") / float64(r.n)
 	}},
@@ -75,6 +78,19 @@ var variantRows = []variantRow{
 	}},
 	{"&nbsp; provider-widget's", "%.1f", func(r *e2eRun, _ *kindRun, _ *variantRuns) float64 {
 		return r.prov.sum("rest_client_requests_total") / float64(r.n)
+	}},
+	{"&nbsp; answered 409 (a write from a stale read), all clients", "%.1f", func(r *e2eRun, _ *kindRun, _ *variantRuns) float64 {
+		return r.apisrv.sum("apiserver_request_total", `code="409"`) / float64(r.n)
+	}},
+	{"&nbsp; claim writes (PUT of the claim and of its status)", "%.1f", func(r *e2eRun, _ *kindRun, _ *variantRuns) float64 {
+		return r.apisrv.sum("apiserver_request_total", `resource="widgetclaims"`, `verb="PUT"`) / float64(r.n)
+	}},
+	{"&nbsp; XR applies and updates", "%.1f", func(r *e2eRun, _ *kindRun, _ *variantRuns) float64 {
+		return (r.apisrv.sum("apiserver_request_total", `resource="xwidgets"`, `verb="APPLY"`) +
+			r.apisrv.sum("apiserver_request_total", `resource="xwidgets"`, `verb="PUT"`)) / float64(r.n)
+	}},
+	{"&nbsp; Secret reads (GET)", "%.1f", func(r *e2eRun, _ *kindRun, _ *variantRuns) float64 {
+		return r.apisrv.sum("apiserver_request_total", `resource="secrets"`, `verb="GET"`) / float64(r.n)
 	}},
 	{"&nbsp; Event writes (POST, PATCH), all clients", "%.1f", func(r *e2eRun, _ *kindRun, _ *variantRuns) float64 {
 		return (r.apisrv.sum("apiserver_request_total", `resource="events"`, `verb="POST"`) +
