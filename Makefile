@@ -112,7 +112,10 @@ test: node-preflight tools check-diff ## Everything CI runs: tools, the generate
 	@# after them. Their lines interleave; each package's result and each
 	@# e2e scenario names itself.
 	@echo "vet, lint and unit run beside e2e; their output interleaves (e2e lines name their scenario)"
-	$(MAKE) --no-print-directory -j2 --output-sync=none e2e checks-and-unit
+	@# Each suite leaves a digest of its failures (hack/testreport); they
+	@# are printed last, where a CI log's tail shows them.
+	@mkdir -p _output && rm -f _output/failures-*.txt
+	$(MAKE) --no-print-directory -j2 --output-sync=none e2e checks-and-unit || { cat _output/failures-*.txt 2>/dev/null; exit 1; }
 
 # vet, lint and the unit tests, one after the other in the job slot the e2e
 # suite leaves (which builds its packages from the tree check-diff has
@@ -136,7 +139,8 @@ checks-and-unit:
 # arm64 first.
 .PHONY: unit
 unit: ## Run go test ./... except what runs a real node (the e2e suite, the demo's test, test/lib/node and test/lib/cluster; with -race); the integration tiers find binaries via hack/tools.sh env.
-	eval "$$($(TOOLS) env)" && E2E_NODE=$(E2E_NODE) $(GO) test $(GO_TEST_FLAGS) -p 4 -timeout 30m $$($(GO) list ./... | grep -v -e '/test/e2e$$' -e '/test/demo$$' -e '/test/lib/node$$' -e '/test/lib/cluster$$')
+	@mkdir -p _output
+	eval "$$($(TOOLS) env)" && E2E_NODE=$(E2E_NODE) $(GO) test -json $(GO_TEST_FLAGS) -p 4 -timeout 30m $$($(GO) list ./... | grep -v -e '/test/e2e$$' -e '/test/demo$$' -e '/test/lib/node$$' -e '/test/lib/cluster$$') | $(GO) run ./hack/testreport -o _output/failures-unit.txt
 
 .PHONY: e2e
 e2e: node-preflight tools ## End-to-end suite on a real one-node cluster (kubelet, containerd, Crossplane from its Helm chart; as root): make demo's program, then packages installed by Crossplane's package manager, claims and XWidgets Ready, drift, crashes, failover, OOM kill, rolling update, API server restart, identity, deletion.
@@ -144,7 +148,8 @@ e2e: node-preflight tools ## End-to-end suite on a real one-node cluster (kubele
 	$(MAKE) xpkg XPKG_ARCHS=$$($(GO) env GOARCH) VERSION=$(VERSION)
 	@# One node at a time on a machine: the node and cluster libraries'
 	@# tests, the demo's, then the suite.
-	eval "$$($(TOOLS) env)" && E2E_NODE=$(E2E_NODE) $(GO) test $(GO_TEST_FLAGS) -p 1 -v -timeout 30m ./test/lib/node ./test/lib/cluster ./test/demo ./test/e2e
+	@mkdir -p _output
+	eval "$$($(TOOLS) env)" && E2E_NODE=$(E2E_NODE) $(GO) test -json $(GO_TEST_FLAGS) -p 1 -v -timeout 30m ./test/lib/node ./test/lib/cluster ./test/demo ./test/e2e | $(GO) run ./hack/testreport -v -o _output/failures-e2e.txt
 
 .PHONY: e2e-upgrade
 e2e-upgrade: node-preflight tools ## Upgrade a real one-node cluster (as root) from the v1alpha1-only packages (built from git) to this tree's: nothing lost or re-created, both API versions readable, storage migrated, webhook outage (~5 min; not part of make test).
