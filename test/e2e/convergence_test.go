@@ -254,15 +254,22 @@ func breakerOpens(t *testing.T, s *scenario, from int, claimOf string) []string 
 }
 
 // summarize counts changes by object (an Event's by its object and reason),
-// most first, at most 10.
+// most first, at most 10, each with the fields its writes changed (at most
+// three), so that a failure says what kept changing.
 func summarize(cs []platform.Change) string {
 	n := map[string]int{}
+	fields := map[string][]string{}
 	for _, c := range cs {
+		k := c.Name
 		if c.Detail != "" {
-			n[c.Detail]++
-			continue
+			k = c.Detail
 		}
-		n[c.Name]++
+		n[k]++
+		for _, f := range c.Fields {
+			if len(fields[k]) < 3 && !slices.Contains(fields[k], f) {
+				fields[k] = append(fields[k], f)
+			}
+		}
 	}
 	names := make([]string, 0, len(n))
 	for k := range n {
@@ -276,7 +283,11 @@ func summarize(cs []platform.Change) string {
 	}
 	parts := make([]string, 0, len(names))
 	for _, k := range names {
-		parts = append(parts, fmt.Sprintf("%s x%d", k, n[k]))
+		p := fmt.Sprintf("%s x%d", k, n[k])
+		if len(fields[k]) > 0 {
+			p += " (" + strings.Join(fields[k], ", ") + ")"
+		}
+		parts = append(parts, p)
 	}
 	return strings.Join(parts, ", ")
 }

@@ -235,6 +235,48 @@ func TestWindow(t *testing.T) {
 	}
 }
 
+func TestChangedFields(t *testing.T) {
+	cond := func(msg string) map[string]any {
+		return map[string]any{"type": "Ready", "status": "True", "message": msg}
+	}
+	cases := map[string]struct {
+		reason string
+		a, b   map[string]any
+		want   []string
+	}{
+		"Same": {
+			reason: "Equal objects have no changed fields.",
+			a:      map[string]any{"spec": map[string]any{"size": "small"}},
+			b:      map[string]any{"spec": map[string]any{"size": "small"}},
+		},
+		"NestedInAList": {
+			reason: "A field in a list of the same length is named by its index.",
+			a:      map[string]any{"status": map[string]any{"conditions": []any{cond("a"), cond("b")}}},
+			b:      map[string]any{"status": map[string]any{"conditions": []any{cond("a"), cond("c")}}},
+			want:   []string{"status.conditions[1].message"},
+		},
+		"AddedAndRemoved": {
+			reason: "Added and removed fields count, in key order; a list that changed length is named whole.",
+			a:      map[string]any{"data": map[string]any{"a": "1"}, "list": []any{"x"}},
+			b:      map[string]any{"data": map[string]any{"b": "1"}, "list": []any{"x", "y"}},
+			want:   []string{"data.a", "data.b", "list"},
+		},
+		"Bounded": {
+			reason: "At most maxFields paths are kept.",
+			a:      map[string]any{"a": 1, "b": 1, "c": 1, "d": 1, "e": 1},
+			b:      map[string]any{"a": 2, "b": 2, "c": 2, "d": 2, "e": 2},
+			want:   []string{"a", "b", "c", "d"},
+		},
+	}
+	for n, tc := range cases {
+		t.Run(n, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, changedFields(tc.a, tc.b, "", nil)); diff != "" {
+				t.Errorf("\n%s\nchangedFields(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
 func TestWithoutRevision(t *testing.T) {
 	obj := func(rv, manager string, ready string) map[string]any {
 		return map[string]any{

@@ -2,6 +2,8 @@ package platform
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -52,7 +54,14 @@ type Change struct {
 	// saw it but for its resourceVersion and managedFields: a new revision
 	// and a watch event, and nothing a reader could act on.
 	Unchanged bool
+	// Fields are the paths of the fields the write changed, as far as the
+	// watch saw the object before (at most maxFields): what a failure
+	// report says changed.
+	Fields []string
 }
+
+// maxFields bounds Change.Fields.
+const maxFields = 4
 
 // A ReadyRecorder watches the objects of one resource in one namespace and
 // records every time one that was Ready stops being Ready, and every change
@@ -137,6 +146,7 @@ func (r *ReadyRecorder) record(u *unstructured.Unstructured, t watch.EventType) 
 	content := withoutRevision(u.Object)
 	if prev, ok := r.last[u.GetName()]; ok && t == watch.Modified {
 		c.Unchanged = sameContent(prev, content)
+		c.Fields = changedFields(prev, content, "", nil)
 	}
 	r.last[u.GetName()] = content
 	if u.GetKind() == "Event" {
@@ -156,6 +166,49 @@ func withoutRevision(obj map[string]any) map[string]any {
 	unstructured.RemoveNestedField(c, "metadata", "resourceVersion")
 	unstructured.RemoveNestedField(c, "metadata", "managedFields")
 	return c
+}
+
+// changedFields appends to out the paths of the fields that differ between
+// a and b (objects in withoutRevision's form, or parts of them under path),
+// at most maxFields, in a stable order.
+func changedFields(a, b any, path string, out []string) []string {
+	if len(out) >= maxFields {
+		return out
+	}
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if aok && bok {
+		keys := make([]string, 0, len(am)+len(bm))
+		for k := range am {
+			keys = append(keys, k)
+		}
+		for k := range bm {
+			if _, ok := am[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			out = changedFields(am[k], bm[k], p, out)
+		}
+		return out
+	}
+	as, aok := a.([]any)
+	bs, bok := b.([]any)
+	if aok && bok && len(as) == len(bs) {
+		for i := range as {
+			out = changedFields(as[i], bs[i], fmt.Sprintf("%s[%d]", path, i), out)
+		}
+		return out
+	}
+	if !equality.Semantic.DeepEqual(a, b) && len(out) < maxFields {
+		out = append(out, path)
+	}
+	return out
 }
 
 // sameContent reports whether two objects in withoutRevision's form are
