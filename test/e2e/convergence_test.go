@@ -46,7 +46,9 @@ const convergenceQuiet = 30 * time.Second
 // window but that its source's queue wrote only in it is logged, not
 // counted: that is a backlog draining, not churn. So is one write per
 // object that changes nothing but its resourceVersion (platform.Window);
-// a second one to the same object is counted.
+// a second one to the same object is counted. No other scenario changes a
+// namespace policy meanwhile: that has core reconcile every XR of the
+// cluster, which is a request for change.
 //
 // Stock Crossplane core v2.4.2 with its default of 100 concurrent
 // reconciles fails it: it applies stale XR conditions (docs/convergence.md),
@@ -61,6 +63,11 @@ func TestConvergence(t *testing.T) {
 		t.Skip("stock core v2.4.2 with its default of 100 concurrent reconciles fails the convergence guard (core's stale-conditions loop); it runs with the suite's default flags (docs/install.md), on the patched core (WIDGET_CORE=patched) or with E2E_CONVERGENCE=1")
 	}
 	s := newScenario(t, true)
+	// Not while another scenario changes a namespace policy: each change
+	// has core reconcile every XR of the cluster (suite.policies), which
+	// asks for changes this scenario's quiet window would count.
+	suite.policies.Lock()
+	t.Cleanup(suite.policies.Unlock)
 	const n = 30
 	cfg := suite.c.RESTConfig()
 	claimOf := "crossplane.io/claim-namespace=" + s.ns

@@ -99,6 +99,14 @@ var suite struct {
 
 	mu      sync.Mutex
 	timings []timing
+
+	// policies orders the scenarios that change namespace policies and
+	// the one that needs a quiet cluster. Every XR requires the namespace
+	// policy EnvironmentConfigs (docs/policy.md), so core reconciles every
+	// XR of the cluster each time one changes: scenarios that write them
+	// hold it for reading (scenario.namespacePolicy), TestConvergence for
+	// writing.
+	policies sync.RWMutex
 }
 
 // timing is how long one scenario took, from its start to its end.

@@ -136,6 +136,10 @@ func (s *scenario) policyName() string { return "widget-policy-" + s.ns }
 // the test ends.
 func (s *scenario) namespacePolicy(policy map[string]any) *unstructured.Unstructured {
 	s.t.Helper()
+	// Until the test ends, after the EnvironmentConfig is deleted: the
+	// cleanup registered first runs last.
+	suite.policies.RLock()
+	s.t.Cleanup(suite.policies.RUnlock)
 	ns := &corev1.Namespace{}
 	if err := suite.kube.Get(s.ctx, types.NamespacedName{Name: s.ns}, ns); err != nil {
 		s.t.Fatal(err)
