@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hack/tools.sh - build and cache the heavy out-of-tree binaries that the
 # integration, render and e2e test tiers and the demo need (kube-apiserver,
-# etcd, Crossplane core, the Crossplane CLI, golangci-lint, kubectl, what a
+# etcd, Crossplane core, the Crossplane CLI, golangci-lint, kubectl, cosign, what a
 # real node runs: kubelet, containerd, runc, CNI plugins, CoreDNS, helm; and,
 # opt in, benchmark peers).
 #
@@ -51,7 +51,7 @@ TOOLS_DIR=${REPO_ROOT}/tools
 CACHE_ROOT=${WIDGET_TOOLS_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/crossplane-widget/tools}
 OUTPUT_DIR=${REPO_ROOT}/_output/tools
 
-DEFAULT_TOOLS=(etcd kube-apiserver kube-controller-manager crossplane crank golangci-lint kubectl)
+DEFAULT_TOOLS=(etcd kube-apiserver kube-controller-manager crossplane crank golangci-lint kubectl cosign)
 if [[ ${WIDGET_CORE:-} == patched ]]; then
 	DEFAULT_TOOLS+=(crossplane-patched)
 elif [[ -n ${WIDGET_CORE:-} ]]; then
@@ -229,6 +229,14 @@ tool_recipe() {
 			T_LDFLAGS+=" -X ${v}.gitVersion=v1.35.3 -X ${v}.gitMajor=1 -X ${v}.gitMinor=35"
 			T_LDFLAGS+=" -X ${v}.gitTreeState=clean -X ${v}.buildDate=2026-03-19T08:35:32Z"
 		done
+		;;
+	cosign)
+		# Signs the packages' images and attaches their SBOM and
+		# provenance attestations (make publish, package/sign's tests,
+		# the e2e suite's push), and verifies them offline.
+		T_VERSION=v3.0.6 T_MODDIR=cosign T_BIN=cosign
+		T_PKG=github.com/sigstore/cosign/v3/cmd/cosign T_ETA="~3 min" T_ENV=COSIGN_BIN
+		T_LDFLAGS+=" -X sigs.k8s.io/release-utils/version.gitVersion=v3.0.6 -X sigs.k8s.io/release-utils/version.gitTreeState=clean"
 		;;
 	golangci-lint)
 		T_VERSION=v2.6.0 T_MODDIR=golangci-lint T_BIN=golangci-lint
