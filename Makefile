@@ -87,8 +87,9 @@ publish-registry:
 	@test "$(origin REGISTRY)" = "command line" -o "$(origin REGISTRY)" = "environment" || { echo "publish: say where to push, e.g. make publish REGISTRY=xpkg.example.com/widgetco" >&2; exit 1; }
 
 .PHONY: publish
-publish: publish-registry xpkg ## Push the provider and function as multi-arch images, then the Configuration, to $(REGISTRY)/<package>:$(VERSION), e.g. make publish REGISTRY=xpkg.example.com/widgetco.
-	CRANK_BIN="$$($(TOOLS) path crank)" $(GO) run ./package/build publish --version $(VERSION) --arch $(XPKG_ARCHS) --output-dir $(OUTPUT_DIR) --registry $(REGISTRY)
+publish: publish-registry xpkg ## Push the provider and function as multi-arch images, then the Configuration, to $(REGISTRY)/<package>:$(VERSION), each signed with COSIGN_KEY (its password in COSIGN_PASSWORD) with its SBOM and provenance, e.g. make publish REGISTRY=xpkg.example.com/widgetco COSIGN_KEY=cosign.key.
+	$(TOOLS) crank cosign
+	CRANK_BIN="$$($(TOOLS) path crank)" COSIGN_BIN="$$($(TOOLS) path cosign)" $(GO) run ./package/build publish --version $(VERSION) --arch $(XPKG_ARCHS) --output-dir $(OUTPUT_DIR) --registry $(REGISTRY)
 
 ##@ Test
 

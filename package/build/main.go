@@ -3,7 +3,7 @@
 // that depends on them, without Docker, and publishes them.
 //
 //	go run ./package/build xpkg --crank "$(bash hack/tools.sh path crank)"
-//	go run ./package/build publish --registry xpkg.example.com/widgetco --crank ...
+//	go run ./package/build publish --registry xpkg.example.com/widgetco --crank ... --sign-key cosign.key
 //	go run ./package/build version
 //	go run ./package/build image --package provider-widget --arch arm64 \
 //	    --binary _output/bin/linux_arm64/provider-widget --out provider.tar
@@ -33,6 +33,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/widgetco/crossplane-widget/package/image"
+	"github.com/widgetco/crossplane-widget/package/sign"
 	"github.com/widgetco/crossplane-widget/package/xpkg"
 )
 
@@ -218,8 +219,28 @@ type publishCmd struct {
 
 	Registry   string `help:"Registry and path to push to, such as xpkg.example.com/widgetco: packages go to <registry>/<package>:<version>." required:""`
 	OutputDir  string `default:"_output" help:"Directory that xpkg wrote the packages to."`
+	BinDir     string `help:"Directory of the linux_<arch>/<package> binaries xpkg packaged, which the SBOM describes (default: <output-dir>/bin)."`
 	AllowDirty bool   `help:"Publish a version built from a work tree with uncommitted changes."`
 	Crank      string `env:"CRANK_BIN" help:"The Crossplane CLI (bash hack/tools.sh path crank)." required:""`
+
+	SignKey  string `env:"COSIGN_KEY" help:"cosign private key that signs each package and its SBOM and provenance attestations: a key file (its password in COSIGN_PASSWORD) or a KMS URI (awskms://, gcpkms://, azurekms://, hashivault://). Required unless --unsigned."`
+	Unsigned bool   `help:"Publish without signatures: nothing can then prove the packages are the ones built here."`
+	Cosign   string `env:"COSIGN_BIN" help:"cosign (bash hack/tools.sh path cosign), to sign."`
+}
+
+// signer is how publish signs, or nil with --unsigned.
+func (c *publishCmd) signer() (*xpkg.Signer, error) {
+	switch {
+	case c.Unsigned && c.SignKey != "":
+		return nil, errors.New("--unsigned and a signing key (--sign-key or COSIGN_KEY) contradict each other: drop one")
+	case c.Unsigned:
+		return nil, nil
+	case c.SignKey == "":
+		return nil, errors.New("say how to sign the packages: --sign-key (or COSIGN_KEY) names a cosign key file or KMS URI (cosign generate-key-pair makes one; docs/install.md), or --unsigned publishes them unsigned")
+	case c.Cosign == "":
+		return nil, errors.New("signing needs cosign: bash hack/tools.sh cosign builds it, and COSIGN_BIN (or --cosign) names it")
+	}
+	return &xpkg.Signer{Cosign: sign.Cosign{Bin: c.Cosign, Password: os.Getenv("COSIGN_PASSWORD")}, Key: c.SignKey}, nil
 }
 
 func (c *publishCmd) Run(e *env) error {
@@ -228,12 +249,24 @@ func (c *publishCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	b.Crank = c.Crank
+	b.Crank, b.BinDir = c.Crank, c.BinDir
 	if xpkg.Dirty(b.Version) && !c.AllowDirty {
 		return errors.Errorf("version %s was built from uncommitted changes: commit (and tag) first, or pass --allow-dirty", b.Version)
 	}
+	signer, err := c.signer()
+	if err != nil {
+		return err
+	}
 	ps, config, err := c.packages()
 	if err != nil {
+		return err
+	}
+	// signed signs what was published at ref, when publish signs.
+	signed := func(pkg string, archs []string, ref string) error {
+		if signer == nil {
+			return nil
+		}
+		_, err := b.Sign(ctx, *signer, pkg, archs, c.Registry, ref)
 		return err
 	}
 	// Dependencies first: a Configuration in the registry can always be
@@ -241,6 +274,9 @@ func (c *publishCmd) Run(e *env) error {
 	for _, p := range ps {
 		ref, err := b.Publish(ctx, p, c.Arch, c.Registry)
 		if err != nil {
+			return err
+		}
+		if err := signed(p.Name, c.Arch, ref); err != nil {
 			return err
 		}
 		_, _ = fmt.Fprintln(stdout, ref)
@@ -254,6 +290,9 @@ func (c *publishCmd) Run(e *env) error {
 	}
 	ref, err := b.PublishConfiguration(ctx, xpkg.Configuration, c.Registry)
 	if err != nil {
+		return err
+	}
+	if err := signed(xpkg.Configuration.Name, nil, ref); err != nil {
 		return err
 	}
 	_, _ = fmt.Fprintln(stdout, ref)

@@ -134,3 +134,36 @@ func TestPackageFlagsValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestPublishSigner(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		cmd    publishCmd
+		signs  bool
+		err    string
+	}{
+		"Signed":        {reason: "A key and cosign sign.", cmd: publishCmd{SignKey: "cosign.key", Cosign: "/bin/cosign"}, signs: true},
+		"KMS":           {reason: "A KMS URI is a key too.", cmd: publishCmd{SignKey: "awskms:///alias/widgetco", Cosign: "/bin/cosign"}, signs: true},
+		"Unsigned":      {reason: "--unsigned publishes without cosign.", cmd: publishCmd{Unsigned: true}},
+		"NeitherSaid":   {reason: "Publishing unsigned must be asked for.", cmd: publishCmd{Cosign: "/bin/cosign"}, err: "say how to sign"},
+		"Both":          {reason: "A key and --unsigned contradict each other.", cmd: publishCmd{SignKey: "cosign.key", Unsigned: true}, err: "contradict"},
+		"WithoutCosign": {reason: "A key without cosign says how to build it.", cmd: publishCmd{SignKey: "cosign.key"}, err: "hack/tools.sh cosign"},
+	}
+	for n, tc := range cases {
+		t.Run(n, func(t *testing.T) {
+			s, err := tc.cmd.signer()
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("\n%s\nsigner(): got error %v, want one with %q", tc.reason, err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("\n%s\nsigner(): %v", tc.reason, err)
+			}
+			if (s != nil) != tc.signs {
+				t.Errorf("\n%s\nsigner(): signs %t, want %t", tc.reason, s != nil, tc.signs)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package xpkg_test
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
 	"debug/elf"
@@ -44,6 +45,8 @@ import (
 	extv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/widgetco/crossplane-widget/package/attest"
+	"github.com/widgetco/crossplane-widget/package/sign"
 	"github.com/widgetco/crossplane-widget/package/xpkg"
 	"github.com/widgetco/crossplane-widget/test/lib/proc"
 )
@@ -64,9 +67,9 @@ const (
 // runtime image (entrypoint, user, platform, a static binary of the right
 // architecture that reports the version).
 func TestPackages(t *testing.T) {
-	crank := os.Getenv("CRANK_BIN")
-	if crank == "" {
-		t.Skip("CRANK_BIN is unset, so the packages are not built: run eval \"$(bash hack/tools.sh env)\" first (make unit does)")
+	crank, cosign := os.Getenv("CRANK_BIN"), os.Getenv("COSIGN_BIN")
+	if crank == "" || cosign == "" {
+		t.Skip("CRANK_BIN or COSIGN_BIN is unset, so the packages are not built and signed: run eval \"$(bash hack/tools.sh env)\" first (make unit does)")
 	}
 	if testing.Short() {
 		t.Skip("-short: building and pushing both packages for both architectures takes about a minute")
@@ -83,8 +86,21 @@ func TestPackages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// publish signs with a key of the run, as make publish with COSIGN_KEY.
+	signer := sign.Cosign{Bin: cosign, Password: "test-" + rand.Text()}
+	keys := filepath.Join(tmp, "keys")
+	if err := os.Mkdir(keys, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	key, pub, err := signer.GenerateKeyPair(t.Context(), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
 	env := []string{
 		"CRANK_BIN=" + crank,
+		"COSIGN_BIN=" + cosign,
+		"COSIGN_KEY=" + key,
+		"COSIGN_PASSWORD=" + signer.Password,
 		"SOURCE_DATE_EPOCH=" + epoch,
 		"DOCKER_CONFIG=" + filepath.Join(tmp, "docker"), // no credential helpers
 	}
@@ -115,7 +131,11 @@ func TestPackages(t *testing.T) {
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
 	goRun(t, root, env, cli, append([]string{"publish", "--output-dir", outA, "--registry", host + "/widgetco"}, common...)...)
-	goRun(t, root, env, cli, append([]string{"publish", "--output-dir", outB, "--registry", host + "/rebuilt"}, common...)...)
+	goRun(t, root, env, cli, append([]string{"publish", "--output-dir", outB, "--bin-dir", filepath.Join(outA, "bin"), "--registry", host + "/rebuilt"}, common...)...)
+
+	t.Run("Signed", func(t *testing.T) {
+		checkSigned(t, signer, pub, host)
+	})
 
 	t.Run(xpkg.Configuration.Name, func(t *testing.T) {
 		img := pull(t, host+"/widgetco/"+xpkg.Configuration.Name+":"+version)
@@ -164,6 +184,55 @@ func TestPackages(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// checkSigned checks that publish signed each package it pushed to host's
+// two registries (the index and each image in it) with the package and
+// version, and attested a provenance and an SBOM, the same for both builds
+// of the commit: anyone who rebuilds it gets the same digests and SBOM.
+func checkSigned(t *testing.T, c sign.Cosign, pub, host string) {
+	t.Helper()
+	for _, p := range []string{xpkg.Provider.Name, xpkg.Function.Name, xpkg.Configuration.Name} {
+		predicates := map[string][]string{}
+		for _, org := range []string{"widgetco", "rebuilt"} {
+			ref := tag(t, host+"/"+org+"/"+p+":"+version)
+			refs := []name.Reference{ref}
+			if p != xpkg.Configuration.Name {
+				im, err := pullIndex(t, ref.String()).IndexManifest()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range im.Manifests {
+					refs = append(refs, ref.Context().Digest(m.Digest.String()))
+				}
+			}
+			for _, r := range refs {
+				if _, err := c.Verify(t.Context(), pub, r, xpkg.SignatureAnnotations(p, version)); err != nil {
+					t.Errorf("publish did not sign %s: %v", r, err)
+				}
+			}
+			desc, err := remote.Head(ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := ref.Context().Digest(desc.Digest.String())
+			for _, typ := range []string{attest.CosignTypeSPDX, attest.CosignTypeSLSAProvenanceV1} {
+				sts, err := c.VerifyAttestations(t.Context(), pub, d, typ)
+				if err != nil {
+					t.Errorf("publish did not attest %s: %v", d, err)
+					continue
+				}
+				if err := attest.Check(typ, sts[0].Predicate); err != nil {
+					t.Errorf("%s of %s: %v", typ, d, err)
+				}
+				predicates[typ] = append(predicates[typ], string(sts[0].Predicate))
+			}
+		}
+		// The provenance names the registry, which differs.
+		if ps := predicates[attest.CosignTypeSPDX]; len(ps) == 2 && ps[0] != ps[1] {
+			t.Errorf("the SBOM of %s differs between two builds of one commit:\n%s", p, cmp.Diff(ps[0], ps[1]))
+		}
 	}
 }
 
