@@ -179,6 +179,14 @@ func TestSignatures(t *testing.T) {
 	}
 	s.copyManifest(victim.Context(), sigTag(other, "att"), sigTag(victim, "att"))
 
+	// Signed, then its signature and its attestations replaced by
+	// garbage (an image of random layers) under their tags.
+	garbled := s.push(s.image(), "garbled", "v1.0.0")
+	s.sign(garbled, "v1.0.0")
+	for _, suffix := range []string{"sig", "att"} {
+		s.push(s.image(), "garbled", sigTag(garbled, suffix))
+	}
+
 	tag := func(d name.Digest, tag string) name.Reference { return d.Context().Tag(tag) }
 	cases := map[string]struct {
 		reason  string
@@ -214,6 +222,12 @@ func TestSignatures(t *testing.T) {
 			reason:  "A package signed with the project's key does not verify against another key.",
 			ref:     tag(signed, "v1.0.0"),
 			pub:     s.foreign,
+			version: "v1.0.0",
+			refused: "no matching signatures",
+		},
+		"MalformedSignature": {
+			reason:  "A signature replaced by garbage is refused, not a crash.",
+			ref:     tag(garbled, "v1.0.0"),
 			version: "v1.0.0",
 			refused: "no matching signatures",
 		},
@@ -271,6 +285,13 @@ func TestSignatures(t *testing.T) {
 		_, err := s.cosign.VerifyAttestations(t.Context(), s.pub, victim, "spdxjson")
 		if err == nil {
 			t.Fatal("an attestation copied from another image verified")
+		}
+		t.Logf("refused: %v", err)
+	})
+	t.Run("MalformedAttestation", func(t *testing.T) {
+		_, err := s.cosign.VerifyAttestations(t.Context(), s.pub, garbled, "spdxjson")
+		if err == nil {
+			t.Fatal("garbage under the attestation tag verified")
 		}
 		t.Logf("refused: %v", err)
 	})
