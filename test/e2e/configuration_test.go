@@ -139,7 +139,7 @@ func TestConfigurationUpgrade(t *testing.T) {
 
 	// Publish: all three at the next version, as make publish does.
 	begin := time.Now()
-	nextRef, err := platform.Release(s.ctx, suite.c, suite.root, suite.crank, suite.pkgs, next)
+	nextRef, err := platform.Release(s.ctx, suite.c, suite.root, suite.crank, suite.pkgs, next, suite.signer)
 	if err != nil {
 		t.Fatal(err)
 	}

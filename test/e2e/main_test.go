@@ -92,6 +92,10 @@ var suite struct {
 	// Crossplane CLI that builds Configurations.
 	pkgs  platform.Packages
 	crank string
+	// signer signs the packages as make publish does, with a key pair
+	// made for the run; pub is its public half.
+	signer *platform.Signer
+	pub    string
 	// kube knows core Kubernetes types and the provider's managed
 	// resources; use unstructured objects for XRs and claims.
 	kube client.Client
@@ -141,8 +145,9 @@ func run(m *testing.M) (code int) {
 	}
 	crank := os.Getenv("CRANK_BIN")
 	crossplane := os.Getenv("CROSSPLANE_BIN")
-	if crank == "" || crossplane == "" {
-		return fail(errors.New("CROSSPLANE_BIN or CRANK_BIN is unset: eval \"$(bash hack/tools.sh env)\""))
+	cosign := os.Getenv("COSIGN_BIN")
+	if crank == "" || crossplane == "" || cosign == "" {
+		return fail(errors.New("CROSSPLANE_BIN, CRANK_BIN or COSIGN_BIN is unset: eval \"$(bash hack/tools.sh env)\""))
 	}
 	if suite.root, err = platform.FindRoot(); err != nil {
 		return fail(err)
@@ -233,6 +238,10 @@ func run(m *testing.M) (code int) {
 	defer func() { _ = suite.widgets.Close() }()
 	startTook := time.Since(tStart)
 
+	if suite.signer, suite.pub, err = newSigner(ctx, cosign, filepath.Join(dir, "signing")); err != nil {
+		return fail(err)
+	}
+
 	tInstall := time.Now()
 	err = platform.Install(ctx, suite.c, suite.widgets.URL, platform.Options{
 		Root:     suite.root,
@@ -248,7 +257,10 @@ func run(m *testing.M) (code int) {
 		// (TestChangeLogs reads it).
 		ChangeLogs:        true,
 		ChangeLogsSidecar: sidecar,
-		Log:               log,
+		// Signed as make publish signs: TestInstalledPackagesAreSigned
+		// checks what core installed against it.
+		Signer: suite.signer,
+		Log:    log,
 	})
 	if err != nil {
 		return fail(withDiagnostics(err))

@@ -189,7 +189,7 @@ func TestAPIUpgrade(t *testing.T) {
 	// Upgrade, as docs/install.md#upgrade says: the dependencies, then the
 	// Configuration.
 	begin = time.Now()
-	ref, err := platform.Release(ctx, c, root, crank, current, newVersion)
+	ref, err := platform.Release(ctx, c, root, crank, current, newVersion, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

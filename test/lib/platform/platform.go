@@ -15,6 +15,7 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -118,6 +119,8 @@ type Options struct {
 	// built while the control plane started
 	// (StartChangeLogsSidecarBuild). Default: Install builds it.
 	ChangeLogsSidecar func() (v1.Image, error)
+	// Signer, when set, signs the packages as make publish does.
+	Signer *Signer
 	// Log receives progress. Default: discard.
 	Log *slog.Logger
 }
@@ -226,7 +229,7 @@ func install(ctx context.Context, cp ControlPlane, endpoint string, o Options, d
 	if err := registryCredentials(ctx, cp); err != nil {
 		return err
 	}
-	ref, err := Release(ctx, cp, o.Root, o.Crank, o.Packages, o.Packages.Version)
+	ref, err := Release(ctx, cp, o.Root, o.Crank, o.Packages, o.Packages.Version, o.Signer)
 	if err != nil {
 		return err
 	}
@@ -269,17 +272,45 @@ func CoreArgs() []string { return []string{"--max-concurrent-reconciles=10"} }
 // Registry is where cp's packages are published: <loopback registry>/widgetco.
 func Registry(cp ControlPlane) string { return cp.RegistryHost() + "/" + Org }
 
+// A Signer signs what Release publishes, as make publish does (with
+// COSIGN_KEY): each package with its SBOM and provenance.
+type Signer struct {
+	xpkg.Signer
+	// Commit is the source the provenance names: the checked-out commit.
+	Commit xpkg.Commit
+}
+
 // Release publishes the packages to h's registry as `make publish` does:
 // the provider and the function tagged version, then configuration-widget of
-// that version (ReleaseConfiguration). It returns the Configuration's
-// reference. version must be a semantic version.
-func Release(ctx context.Context, h ControlPlane, root, crank string, pkgs Packages, version string) (string, error) {
+// that version (ReleaseConfiguration), each signed by s unless it is nil. It
+// returns the Configuration's reference. version must be a semantic version.
+func Release(ctx context.Context, h ControlPlane, root, crank string, pkgs Packages, version string, s *Signer) (string, error) {
 	for _, p := range []struct{ name, file string }{{"provider-widget", pkgs.Provider}, {"function-widget", pkgs.Function}} {
-		if _, err := h.PushPackage(ctx, p.file, Org+"/"+p.name+":"+version); err != nil {
+		ref, err := h.PushPackage(ctx, p.file, Org+"/"+p.name+":"+version)
+		if err != nil {
+			return "", err
+		}
+		if err := s.sign(ctx, h, root, version, p.name, []string{runtime.GOARCH}, ref); err != nil {
 			return "", err
 		}
 	}
-	return ReleaseConfiguration(ctx, h, root, crank, version)
+	ref, err := ReleaseConfiguration(ctx, h, root, crank, version)
+	if err != nil {
+		return "", err
+	}
+	return ref, s.sign(ctx, h, root, version, xpkg.Configuration.Name, nil, ref)
+}
+
+// sign signs the package pkg of version, published as ref, with the
+// binaries make xpkg built for archs (the ones in its image); a nil Signer
+// signs nothing.
+func (s *Signer) sign(ctx context.Context, h ControlPlane, root, version, pkg string, archs []string, ref string) error {
+	if s == nil {
+		return nil
+	}
+	b := &xpkg.Builder{RepoRoot: root, OutputDir: filepath.Join(root, "_output"), Version: version, Revision: s.Commit.Revision, Created: s.Commit.Time}
+	_, err := b.Sign(ctx, s.Signer, pkg, archs, Registry(h), ref)
+	return err
 }
 
 // ReleaseConfiguration builds configuration-widget of version (into h's
