@@ -65,7 +65,10 @@ func testObserve[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T
 		exhaust bool
 		// beforeGetKey runs between reading the widget and the key.
 		beforeGetKey func(t *testing.T, api *widgetapi.Client)
-		want         want
+		// later moves the provider's clock this far past the key's
+		// creation.
+		later time.Duration
+		want  want
 	}{
 		"NoExternalName": {
 			reason: "A resource without an external name has no key yet.",
@@ -127,6 +130,25 @@ func testObserve[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T
 			widget: readyWidget,
 			key:    ptr.To(""),
 			mods:   []mod{defaultName(), forWidget(widgetName), writesSecret()},
+			want:   want{ready: noReady, lost: true, keyKept: true, cache: true, live: true},
+		},
+		"SecretLostLongAgo": {
+			reason: "A key older than LostKeyWindow whose secret is in no connection Secret may be in use (the Secret was deleted, or a restore left it out): nothing is revoked, and the error says what is missing and what to do.",
+			widget: readyWidget,
+			key:    ptr.To(""),
+			mods:   []mod{defaultName(), forWidget(widgetName), writesSecret()},
+			later:  LostKeyWindow + time.Minute,
+			want: want{
+				err: cmpopts.AnyError, mentions: []string{"not in connection Secret", "nothing was revoked", "restore", "delete this WidgetKey"},
+				ready: noReady, keyKept: true, cache: true, live: true,
+			},
+		},
+		"SecretLostJustInWindow": {
+			reason: "A key created within LostKeyWindow is the provider's own, lost when it stopped between creating and saving it: replaced.",
+			widget: readyWidget,
+			key:    ptr.To(""),
+			mods:   []mod{defaultName(), forWidget(widgetName), writesSecret()},
+			later:  LostKeyWindow - time.Minute,
 			want:   want{ready: noReady, lost: true, keyKept: true, cache: true, live: true},
 		},
 		"SecretWithoutKeyDefaultName": {
@@ -253,6 +275,10 @@ func testObserve[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T
 			cache, live := reader(tc.cache, nil), reader(tc.live, nil)
 			rec := &fakes.Recorder{}
 			e := &external[T]{api: hooked, cache: cache, live: live, record: rec}
+			if tc.later != 0 && k != nil {
+				at := k.CreatedAt.Add(tc.later)
+				e.now = func() time.Time { return at }
+			}
 
 			got, err := e.Observe(t.Context(), mg)
 			if diff := cmp.Diff(tc.want.err, err, cmpopts.EquateErrors()); diff != "" {

@@ -244,7 +244,11 @@ func (e *external[T]) observeRotating(ctx context.Context, mg T, w *widgetapi.Wi
 	if p.current == nil {
 		// The Secret holds no valid key (it was deleted, or its key was
 		// revoked outside Crossplane): Create revokes whatever is left of
-		// the family, whose secrets are lost, and creates a new key.
+		// the family, whose secrets are lost, and creates a new key;
+		// unless one of them is old enough to be in use (mayReplaceLost).
+		if err := e.mayReplaceLost(mg, sortedKeys(owned)...); err != nil {
+			return managed.ExternalObservation{}, err
+		}
 		e.lost = len(owned) > 0
 		e.lostKeys = sortedNames(owned)
 		e.clearPrevious = len(data[DetailPreviousKey]) > 0 || len(data[DetailPreviousKeyName]) > 0
@@ -540,6 +544,15 @@ func sortedNames(m map[string]*widgetapi.Key) []string {
 		out = append(out, n)
 	}
 	slices.Sort(out)
+	return out
+}
+
+// sortedKeys are m's keys by name.
+func sortedKeys(m map[string]*widgetapi.Key) []*widgetapi.Key {
+	out := make([]*widgetapi.Key, 0, len(m))
+	for _, n := range sortedNames(m) {
+		out = append(out, m[n])
+	}
 	return out
 }
 

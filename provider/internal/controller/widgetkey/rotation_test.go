@@ -358,7 +358,22 @@ func TestRotationCrashes(t *testing.T) {
 		w.secret.lagging = false
 		w.expect("after", []string{base, base + "-r1"}, []string{"key=" + base + "-r1", "previousKey=" + base})
 	})
-	t.Run("SecretDeleted", func(t *testing.T) {
+	t.Run("SecretDeletedAtOnce", func(t *testing.T) {
+		// Within LostKeyWindow of the key's creation: nobody can hold
+		// its secret yet, so the family is replaced.
+		w := newWorld(t, rotation(24*time.Hour, time.Hour))
+		w.must()
+		w.must()
+		base := string(w.secret.data[DetailKeyName])
+		w.secret.data = nil
+		w.must()
+		w.expect("Secret deleted at once", []string{base}, []string{"key=" + base})
+		w.checkValid("Secret deleted at once")
+	})
+	t.Run("SecretDeletedLater", func(t *testing.T) {
+		// After a rotation the previous key is a day old and consumers
+		// may hold either key: the Secret's loss is reported, nothing
+		// is revoked or created.
 		w := newWorld(t, rotation(24*time.Hour, time.Hour))
 		w.must()
 		w.must()
@@ -366,9 +381,11 @@ func TestRotationCrashes(t *testing.T) {
 		w.clock.advance(24 * time.Hour)
 		w.must()
 		w.secret.data = nil
-		w.must()
-		w.expect("Secret deleted", []string{base}, []string{"key=" + base})
-		w.checkValid("Secret deleted")
+		_, err := w.reconcile(complete)
+		if err == nil || !strings.Contains(err.Error(), "nothing was revoked") || !strings.Contains(err.Error(), base+" (created") {
+			t.Fatalf("reconcile after the Secret was deleted: got %v, want an error naming key %s and saying nothing was revoked", err, base)
+		}
+		w.expect("Secret deleted later", []string{base, base + "-r1"}, []string{})
 	})
 }
 

@@ -5,6 +5,7 @@ package widgetkey
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -102,7 +103,8 @@ type external[T commonv1beta1.WidgetKeyResource] struct {
 	// acting on it.
 	cache, live SecretReader
 	record      event.Recorder
-	// now tells the time key rotations are scheduled by.
+	// now tells the time key rotations are scheduled by, and how old a
+	// key whose secret is missing is (LostKeyWindow).
 	now func() time.Time
 
 	// lost is set by Observe when the key exists but its secret never
@@ -219,6 +221,9 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		}
 		recorded = secret
 		if !has && names.Defaulted(mg) && createdBy(mg, k) {
+			if err := e.mayReplaceLost(mg, k); err != nil {
+				return managed.ExternalObservation{}, err
+			}
 			e.lost = true
 			return managed.ExternalObservation{}, nil
 		}
@@ -344,6 +349,45 @@ func keyOf(ctx context.Context, r SecretReader, key types.NamespacedName) ([]byt
 		return nil, errors.Wrapf(err, "cannot get connection Secret %s", key)
 	}
 	return s.Data[DetailKey], nil
+}
+
+// LostKeyWindow is how long after its creation a key whose secret is in no
+// connection Secret counts as lost by the provider itself: it stopped
+// between creating the key and saving its secret, so nobody can hold the
+// secret, and Create revokes the key and makes a new one. An older key's
+// secret may well be in use: its Secret was deleted, or a control plane was
+// restored without it (docs/provider.md). Then the provider revokes nothing
+// and says what is missing; a person decides.
+const LostKeyWindow = 10 * time.Minute
+
+// mayReplaceLost returns nil when key k, whose secret is in no connection
+// Secret of mg, may be revoked and replaced: it was created less than
+// LostKeyWindow ago (by the Widget API's clock, against the provider's).
+// Otherwise it returns the error that says what is missing and what to do.
+func (e *external[T]) mayReplaceLost(mg T, keys ...*widgetapi.Key) error {
+	now := e.clock()
+	var old []string
+	for _, k := range keys {
+		if k.CreatedAt.IsZero() || now.Sub(k.CreatedAt) >= LostKeyWindow {
+			old = append(old, fmt.Sprintf("%s (created %s)", k.Name, timeOrUnknown(k.CreatedAt)))
+		}
+	}
+	if len(old) == 0 {
+		return nil
+	}
+	where := "its connection Secret"
+	if ref, ok := connectionSecretKey(mg); ok {
+		where = "connection Secret " + ref.String()
+	}
+	return errors.Errorf("the secret of key %s of widget %s is not in %s, and the key is older than %s, so its secret may be in use: the Secret was deleted, or the control plane was restored without it. The Widget API reveals a secret only when a key is created, so nothing was revoked or created: restore %s, or delete this WidgetKey to revoke the key (a Composition then makes a new one)",
+		strings.Join(old, ", "), mg.GetWidgetName(), where, LostKeyWindow, where)
+}
+
+func timeOrUnknown(t time.Time) string {
+	if t.IsZero() {
+		return "at an unknown time"
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 // Create creates the key, marked as this resource's, and returns its secret
