@@ -356,7 +356,7 @@ func keyOf(ctx context.Context, r SecretReader, key types.NamespacedName) ([]byt
 // between creating the key and saving its secret, so nobody can hold the
 // secret, and Create revokes the key and makes a new one. An older key's
 // secret may well be in use: its Secret was deleted, or a control plane was
-// restored without it (docs/provider.md). Then the provider revokes nothing
+// restored without it (docs/restore.md). Then the provider revokes nothing
 // and says what is missing; a person decides.
 const LostKeyWindow = 10 * time.Minute
 
