@@ -237,13 +237,41 @@ func (c Cosign) run(ctx context.Context, dir string, args ...string) ([]byte, er
 	cmd := exec.CommandContext(ctx, c.Bin, args...)
 	cmd.Dir = dir
 	cmd.Env = c.env()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
+	stdout, stderr := &capped{max: maxStdout}, &capped{max: maxStdout}
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
+	err := cmd.Run()
+	switch {
+	case stdout.over:
+		// What cosign prints is what the registry holds: a hostile
+		// attestation must not cost more than a bound.
+		return nil, errors.Errorf("cosign %s printed more than %d MiB: the registry holds signatures or attestations far larger than a package's; refused", args[0], maxStdout>>20)
+	case err != nil:
 		return stdout.Bytes(), errors.Errorf("cosign %s: %s (%v)", args[0], c.redact(reason(stderr.String())), err)
 	}
 	return stdout.Bytes(), nil
+}
+
+// maxStdout bounds what is kept of cosign's output: a package's signatures
+// and attestations are a few tens of KiB.
+const maxStdout = 32 << 20
+
+// capped keeps at most max bytes written to it and notes when more came.
+type capped struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.Len(); len(p) > room {
+		c.over = true
+		if room > 0 {
+			c.Buffer.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return c.Buffer.Write(p)
 }
 
 // env is cosign's environment: this process's, without a password or

@@ -116,3 +116,15 @@ func TestWithoutCosign(t *testing.T) {
 		t.Errorf("Verify without cosign: got %v, want an error saying how to build it", err)
 	}
 }
+
+func TestCapped(t *testing.T) {
+	c := &capped{max: 8}
+	for _, w := range []string{"abc", "defg", "hijk"} {
+		if n, err := c.Write([]byte(w)); err != nil || n != len(w) {
+			t.Fatalf("Write(%q) = %d, %v; want all of it taken, no error (cosign must not block)", w, n, err)
+		}
+	}
+	if c.String() != "abcdefgh" || !c.over {
+		t.Errorf("kept %q, over %t; want the first 8 bytes and over", c.String(), c.over)
+	}
+}
