@@ -1,9 +1,11 @@
 package attest
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -267,4 +269,27 @@ func TestSPDXIDs(t *testing.T) {
 func sha256Prefix(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:4])
+}
+
+// reproducible runs gen twice, fails unless both outputs are the same bytes
+// and pass Check as predicateType, and decodes the output into v.
+func reproducible(t *testing.T, what, predicateType string, gen func() ([]byte, error), v any) {
+	t.Helper()
+	b, err := gen()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	again, err := gen()
+	if err != nil {
+		t.Fatalf("%s again: %v", what, err)
+	}
+	if !bytes.Equal(b, again) {
+		t.Errorf("%s twice with the same input: the outputs differ:\n%s\n%s", what, b, again)
+	}
+	if err := Check(predicateType, b); err != nil {
+		t.Errorf("Check(%s, %s): %v", predicateType, what, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s is not JSON: %v", what, err)
+	}
 }
