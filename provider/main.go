@@ -74,6 +74,8 @@ type cli struct {
 	MaxFeeds             int           `default:"256" help:"Most Widget API change feeds followed at once (one per distinct endpoint, token and CA bundle). Resources of connections beyond it are repaired by polling."`
 	MaxFeedsPerNamespace int           `default:"8" help:"Most change feeds followed for the ProviderConfigs of one namespace (ClusterProviderConfigs count only towards --max-feeds)."`
 
+	ControlPlane string `env:"CONTROL_PLANE" help:"Name of the control plane this provider runs in, written on every widget and key it creates (label widgetco.io/control-plane). A provider writes only to widgets of its own control plane: a restored or migrated control plane that runs beside the original reports each widget the other manages, and never fights over it (docs/restore.md). Default: the name kept in ConfigMap widget-control-plane of the provider's namespace, made once at random; none outside a cluster."`
+
 	EnableManagementPolicies bool `default:"true" negatable:"" env:"ENABLE_MANAGEMENT_POLICIES" help:"Honour spec.managementPolicies (e.g. Observe-only import)."`
 	SafeStart                bool `default:"true" negatable:"" help:"Start each managed resource controller only once its CRD exists (Crossplane v2 safe-start: CRDs appear when activated)."`
 
@@ -121,6 +123,62 @@ func main() {
 // with 10,000 Widgets managed, for about a quarter more CPU while it
 // creates them (docs/benchmarks.md).
 const gcPercent = 50
+
+// deps are what the controllers share: Widget API sessions, metrics, event
+// recorders, the change feed and the control plane's name.
+func (c *cli) deps(mgr ctrl.Manager, own *widgetmetrics.Metrics, log logging.Logger) (mrsetup.Deps, error) {
+	jitter := c.PollJitter
+	if jitter == 0 {
+		jitter = c.PollInterval / 10
+	}
+	throttle := clients.NewThrottle()
+	resolver := clients.NewResolver(mgr.GetClient(),
+		clients.WithThrottle(throttle),
+		clients.WithPauses(clients.NewPauses(c.RefusedTokenPause, clients.DefaultMaxPause,
+			clients.WithOwnerBudget(c.RefusedCredentialBurst, c.RefusedCredentialRefill))),
+		clients.WithUserAgent("provider-widget/"+version),
+		clients.WithObserver(own.ObserveAPI),
+		clients.WithRetryPolicy(retryPolicy(c.APIRetries)),
+		clients.WithTokenFileDir(c.TokenFileDir))
+	cs, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return mrsetup.Deps{}, fmt.Errorf("cannot create a Kubernetes client for events: %w", err)
+	}
+	recorders := mrsetup.NewEventRecorders(cs.CoreV1(), mgr.GetScheme(), log.WithValues("component", "events"))
+	if err := mgr.Add(recorders); err != nil {
+		return mrsetup.Deps{}, fmt.Errorf("cannot add the event recorders: %w", err)
+	}
+	cp, err := controlPlaneName(context.Background(), cs.CoreV1(), c.LeaderElectionNamespace, c.ControlPlane)
+	if err != nil {
+		return mrsetup.Deps{}, err
+	}
+	logControlPlane(log, cp)
+	recent := clients.NewRecentWidgets(c.PollInterval)
+	d := mrsetup.Deps{
+		Sessions:   &clients.Sessions{Resolver: resolver, Throttle: throttle, Recent: recent},
+		Metrics:    own,
+		PollJitter: jitter,
+		Recorders:  recorders,
+		// The floor of the crossplane.io/poll-interval annotation.
+		MinPollInterval: c.MinPollInterval,
+		ControlPlane:    cp,
+	}
+	c.applyTo(&d, log)
+	if c.ChangeFeed {
+		fm := feed.NewManager(log.WithValues("component", "change-feed"), own,
+			feed.WithWait(c.FeedWait), feed.WithIdleTimeout(max(3*c.PollInterval, 15*time.Minute)), feed.WithRecentWidgets(recent),
+			// Reconciles the feeds request, in all, are bounded like
+			// the controllers' own, shared in turns between namespaces.
+			feed.WithMaxFollowers(c.MaxFeeds, c.MaxFeedsPerNamespace), feed.WithRequeueRate(float64(c.MaxReconcileRate)))
+		if err := mgr.Add(fm); err != nil {
+			return mrsetup.Deps{}, fmt.Errorf("cannot add the change feed manager: %w", err)
+		}
+		d.Feed = fm
+		d.Sessions.Feeds = fm
+		d.Sessions.Recheck = mrsetup.TransitionPoll
+	}
+	return d, nil
+}
 
 // validate rejects flag values the provider cannot run with, before it
 // connects to anything.
@@ -238,49 +296,9 @@ func run(c *cli) error {
 		}
 	}
 
-	jitter := c.PollJitter
-	if jitter == 0 {
-		jitter = c.PollInterval / 10
-	}
-	throttle := clients.NewThrottle()
-	resolver := clients.NewResolver(mgr.GetClient(),
-		clients.WithThrottle(throttle),
-		clients.WithPauses(clients.NewPauses(c.RefusedTokenPause, clients.DefaultMaxPause,
-			clients.WithOwnerBudget(c.RefusedCredentialBurst, c.RefusedCredentialRefill))),
-		clients.WithUserAgent("provider-widget/"+version),
-		clients.WithObserver(own.ObserveAPI),
-		clients.WithRetryPolicy(retryPolicy(c.APIRetries)),
-		clients.WithTokenFileDir(c.TokenFileDir))
-	cs, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	d, err := c.deps(mgr, own, log)
 	if err != nil {
-		return fmt.Errorf("cannot create a Kubernetes client for events: %w", err)
-	}
-	recorders := mrsetup.NewEventRecorders(cs.CoreV1(), mgr.GetScheme(), log.WithValues("component", "events"))
-	if err := mgr.Add(recorders); err != nil {
-		return fmt.Errorf("cannot add the event recorders: %w", err)
-	}
-	recent := clients.NewRecentWidgets(c.PollInterval)
-	d := mrsetup.Deps{
-		Sessions:   &clients.Sessions{Resolver: resolver, Throttle: throttle, Recent: recent},
-		Metrics:    own,
-		PollJitter: jitter,
-		Recorders:  recorders,
-		// The floor of the crossplane.io/poll-interval annotation.
-		MinPollInterval: c.MinPollInterval,
-	}
-	c.applyTo(&d, log)
-	if c.ChangeFeed {
-		fm := feed.NewManager(log.WithValues("component", "change-feed"), own,
-			feed.WithWait(c.FeedWait), feed.WithIdleTimeout(max(3*c.PollInterval, 15*time.Minute)), feed.WithRecentWidgets(recent),
-			// Reconciles the feeds request, in all, are bounded like
-			// the controllers' own, shared in turns between namespaces.
-			feed.WithMaxFollowers(c.MaxFeeds, c.MaxFeedsPerNamespace), feed.WithRequeueRate(float64(c.MaxReconcileRate)))
-		if err := mgr.Add(fm); err != nil {
-			return fmt.Errorf("cannot add the change feed manager: %w", err)
-		}
-		d.Feed = fm
-		d.Sessions.Feeds = fm
-		d.Sessions.Recheck = mrsetup.TransitionPoll
+		return err
 	}
 	if err := widgetcontroller.Setup(mgr, o, d); err != nil {
 		return err

@@ -60,6 +60,10 @@ type Deps struct {
 	// Now, when set, tells the time that schedules (key rotation) are kept
 	// by; time.Now otherwise. Tests set it to move time forward.
 	Now func() time.Time
+	// ControlPlane names the control plane this provider runs in: the
+	// value of ownership.ControlPlaneLabel on what it creates. Empty, the
+	// provider names none and tells no control plane from another.
+	ControlPlane string
 
 	// wake is Setup's WithWakeUp.
 	wake func(resource.Managed) time.Time

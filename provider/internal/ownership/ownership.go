@@ -1,13 +1,16 @@
 // Package ownership decides which managed resource owns a widget or key:
 // the ownership labels a resource puts on what it creates (its marker, and
-// its namespace where the marker cannot spell it), whether labels name a
-// resource as the owner, what a namespaced resource may reach, and the
-// reservation a released widget keeps for the scope that released it.
+// its namespace where the marker cannot spell it, and its control plane),
+// whether labels name a resource as the owner, what a namespaced resource
+// may reach, the reservation a released widget keeps for the scope that
+// released it, and what a second control plane with a resource for the same
+// widget says on it (contest.go).
 package ownership
 
 import (
 	"crypto/sha256"
 	"encoding/base32"
+	"maps"
 	"slices"
 	"strings"
 
@@ -114,21 +117,27 @@ func Migrates(mg resource.Managed, labels map[string]string) bool {
 }
 
 // Labels returns the ownership labels mg puts on every widget and key it
-// creates: OwnerLabel and, for a namespaced resource whose marker does not
-// spell out its namespace, NamespaceLabel.
-func Labels(mg resource.Managed) map[string]string {
+// creates: OwnerLabel; for a namespaced resource whose marker does not
+// spell out its namespace, NamespaceLabel; and, when the provider knows
+// its control plane (cp is not empty), ControlPlaneLabel.
+func Labels(mg resource.Managed, cp string) map[string]string {
 	m := map[string]string{OwnerLabel: Marker(mg)}
 	if ns := mg.GetNamespace(); ns != "" {
 		if got, ok := Namespace(m); !ok || got != ns {
 			m[NamespaceLabel] = ns
 		}
 	}
+	if cp != "" {
+		m[ControlPlaneLabel] = cp
+	}
 	return m
 }
 
 // Of returns the ownership markers among labels: OwnerLabel,
-// NamespaceLabel and ReleasedByLabel, where set. A widget a resource
-// manages carries exactly that resource's Labels.
+// NamespaceLabel, ReleasedByLabel and ControlPlaneLabel, where set. A
+// widget a resource manages carries exactly that resource's Labels. A
+// contest's labels (see Contest) are not markers: the owner leaves them as
+// they are.
 func Of(labels map[string]string) map[string]string {
 	out := map[string]string{}
 	for _, k := range keys {
@@ -140,17 +149,28 @@ func Of(labels map[string]string) map[string]string {
 }
 
 // keys are the labels Of returns.
-var keys = []string{OwnerLabel, NamespaceLabel, ReleasedByLabel}
+var keys = []string{OwnerLabel, NamespaceLabel, ReleasedByLabel, ControlPlaneLabel}
 
-// Without returns labels without the ownership markers (those of
-// Of); other labels under the reserved prefix stay.
+// Without returns labels without the ownership markers (those of Of) and
+// without a contest's labels (those of ContestOf); other labels under the
+// reserved prefix stay.
 func Without(labels map[string]string) map[string]string {
 	out := make(map[string]string, len(labels))
 	for k, v := range labels {
-		if !slices.Contains(keys, k) {
+		if !slices.Contains(keys, k) && !slices.Contains(contestKeys, k) {
 			out[k] = v
 		}
 	}
+	return out
+}
+
+// With returns a copy of labels with extra's set over them.
+func With(labels, extra map[string]string) map[string]string {
+	out := maps.Clone(labels)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, extra)
 	return out
 }
 

@@ -348,10 +348,10 @@ func TestMarkers(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, Labels(tc.mg)); diff != "" {
+			if diff := cmp.Diff(tc.want, Labels(tc.mg, "")); diff != "" {
 				t.Errorf("%s\nMarkers(...): -want, +got:\n%s", tc.reason, diff)
 			}
-			for k, v := range Labels(tc.mg) {
+			for k, v := range Labels(tc.mg, "") {
 				if len(v) > 63 {
 					t.Errorf("%s\nMarkers(...)[%s] = %q is longer than a label value may be", tc.reason, k, v)
 				}
@@ -401,8 +401,8 @@ func TestReaches(t *testing.T) {
 		"PrefixNamespace": {reason: "A namespace that merely starts like ours is another namespace.", mg: nsWidget("team", "key"), labels: map[string]string{OwnerLabel: "n_team-a.web"}},
 		"Cluster":         {reason: "A cluster-scoped resource's widget is out of a namespace's reach.", mg: nsWidget("team-a", "key"), labels: map[string]string{OwnerLabel: "c_team-a.web"}},
 		"Unowned":         {reason: "An unowned widget is out of a namespace's reach.", mg: nsWidget("team-a", "key"), labels: map[string]string{"team": "a"}},
-		"LabelOnly":       {reason: "A long namespace is read from the namespace label.", mg: nsWidget(long50, "key"), labels: Labels(nsWidget(long50, "web-frontend-server")), want: true},
-		"LongOtherNS":     {reason: "A long namespace label naming another namespace is out of reach.", mg: nsWidget(long50+"y", "key"), labels: Labels(nsWidget(long50, "web-frontend-server"))},
+		"LabelOnly":       {reason: "A long namespace is read from the namespace label.", mg: nsWidget(long50, "key"), labels: Labels(nsWidget(long50, "web-frontend-server"), ""), want: true},
+		"LongOtherNS":     {reason: "A long namespace label naming another namespace is out of reach.", mg: nsWidget(long50+"y", "key"), labels: Labels(nsWidget(long50, "web-frontend-server"), "")},
 		"CollidingMarker": {
 			reason: "Finding M4: a name of bravo whose (40-bit) marker equals the one on alpha's widget does not reach it: the widget's namespace is alpha.",
 			mg:     nsWidget(bravo, "probe-000001"),

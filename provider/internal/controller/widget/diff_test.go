@@ -307,7 +307,7 @@ func TestDesiredLabels(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			before := maps.Clone(tc.labels)
-			got := desiredLabels(tc.labels, tc.current, markers)
+			got := desiredLabels(tc.labels, tc.current, markers, nil)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\ndesiredLabels(...): -want, +got:\n%s", tc.reason, diff)
 			}

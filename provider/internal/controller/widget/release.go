@@ -35,14 +35,13 @@ func (c *connector[T]) Release(ctx context.Context, mg T) error {
 	if err != nil {
 		return err
 	}
-	e := &external[T]{api: s, record: c.record, metrics: c.metrics, kind: c.kind}
-	return e.release(ctx, mg)
+	return c.external(s).release(ctx, mg)
 }
 
 // release replaces mg's ownership markers on its widget with the
 // reservation for mg's scope, and changes nothing else.
-// A widget that is gone, being deleted, or carries another owner's marker
-// (or none) is left alone: a resource releases only what it owns. The write
+// A widget that is gone, being deleted, carries another owner's marker (or
+// none), or is another control plane's is left alone: a resource releases only what it owns. The write
 // is conditional on the generation it read, so a resource that adopts the
 // widget between the read and the write is never stripped of its marker:
 // the write fails, and the retry reads the new owner and leaves it.
@@ -56,6 +55,11 @@ func (e *external[T]) release(ctx context.Context, mg T) error {
 		return errors.Wrap(err, "cannot get widget")
 	}
 	if !ownership.Owns(mg, w.Labels) || w.State == widgetapi.StateDeleting {
+		return nil
+	}
+	if _, ok := ownership.Elsewhere(w.Labels, e.cp); ok {
+		// Another control plane's resource with the same marker (a
+		// restore or migration) manages it: that one releases it.
 		return nil
 	}
 	labels := ownership.Without(w.Labels)

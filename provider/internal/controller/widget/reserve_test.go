@@ -176,7 +176,7 @@ func TestReleasedWidgetIsReserved(t *testing.T) {
 					t.Fatal(err)
 				}
 				want := map[string]string{"team": "a"}
-				for k, v := range ownership.Labels(mg) {
+				for k, v := range ownership.Labels(mg, "") {
 					want[k] = v
 				}
 				if diff := cmp.Diff(want, after.Labels); diff != "" {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -45,6 +46,23 @@ const (
 	ReasonResizing      xpv2.ConditionReason = "Resizing"
 )
 
+// TypeControlPlane is the condition of a Widget whose widget another control
+// plane has a say in: one that manages it (this resource only observes
+// it), or one that has a resource for it too and leaves it to this one.
+// Widgets of one control plane alone never carry it.
+const TypeControlPlane xpv2.ConditionType = "ControlPlane"
+
+// Reasons of the ControlPlane condition and of events about other control
+// planes.
+const (
+	ReasonOtherControlPlane xpv2.ConditionReason = "OtherControlPlane"
+	ReasonContested         xpv2.ConditionReason = "Contested"
+	ReasonSoleControlPlane  xpv2.ConditionReason = "SoleControlPlane"
+
+	ReasonLeftToControlPlane event.Reason = "LeftToOtherControlPlane"
+	ReasonTookOver           event.Reason = "TookOverWidget"
+)
+
 // TypeUpToDate is the import review condition (see commonv1beta1, where its
 // reasons are a contract with composition functions).
 const TypeUpToDate = commonv1beta1.TypeUpToDate
@@ -68,6 +86,10 @@ type connector[T commonv1beta1.WidgetResource] struct {
 	metrics  *metrics.Metrics
 	kind     string
 	feedKind string
+	// cp is this provider's control plane (ownership.ControlPlaneLabel);
+	// empty when it names none.
+	cp  string
+	now func() time.Time
 }
 
 // Connect resolves the ProviderConfig and returns a client for one reconcile.
@@ -76,7 +98,12 @@ func (c *connector[T]) Connect(ctx context.Context, mg T) (managed.TypedExternal
 	if err != nil {
 		return nil, err
 	}
-	return &external[T]{api: s, record: c.record, metrics: c.metrics, kind: c.kind}, nil
+	return c.external(s), nil
+}
+
+// external returns the client of one reconcile, over api.
+func (c *connector[T]) external(api API) *external[T] {
+	return &external[T]{api: api, record: c.record, metrics: c.metrics, kind: c.kind, cp: c.cp, now: c.now}
 }
 
 // external manages one Widget's widget. Its API is a clients.Session, which
@@ -86,13 +113,19 @@ type external[T commonv1beta1.WidgetResource] struct {
 	record  event.Recorder
 	metrics *metrics.Metrics
 	kind    string
+	cp      string
+	now     func() time.Time
 
 	// adopting is set by Observe when the widget is not yet marked as ours
 	// and not one we managed before, so Update reports an adoption.
 	adopting bool
 	// migrating is set by Observe when the widget carries our ownership
-	// marker in an older format, which Update rewrites.
+	// marker in an older format, or no control plane yet, which Update
+	// rewrites.
 	migrating bool
+	// takingOver is set by Observe to the control plane that the widget is
+	// taken over from (ownership.TakeOverAnnotation), so Update says so.
+	takingOver string
 }
 
 // Observe reads the widget, takes ownership decisions, late-initializes the
@@ -137,29 +170,22 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	// taken over yet): taking it over then is an adoption.
 	known := mg.GetWidgetObservation().ID != "" && mg.GetWidgetObservation().ID == w.ID && !reviewedOnly(mg)
 	e.adopting = owner == "" && !known
-	e.migrating = ownership.Migrates(mg, w.Labels)
+	e.migrating = mine && migrates(mg, w.Labels, e.cp)
 	if meta.WasDeleted(mg) && (owner != "" && !mine || e.adopting) {
 		// Not ours (another resource's, or never taken over): deleting
 		// this resource must not delete the widget.
 		return managed.ExternalObservation{}, nil
 	}
-	if owner != "" && !mine && !ownership.InReach(mg, w.Labels) {
-		// Another tenant's widget: not even observed. Nothing of it may
-		// reach this resource's status, not even who owns it.
-		mg.SetWidgetObservation(commonv1beta1.WidgetObservation{})
-		if reviewing(mg) {
-			mg.SetConditions(refusedReview(ReasonOutOfReach, fmt.Sprintf("Widget %s is managed by a resource outside namespace %s: it can be neither reviewed nor taken over from here.", name, mg.GetNamespace())))
+	if owner != "" && !mine {
+		if err := refuseAnother(mg, w, name, owner); err != nil {
+			return managed.ExternalObservation{}, err
 		}
-		return managed.ExternalObservation{}, errors.Errorf("widget %s is managed by a resource outside namespace %s, and a namespaced Widget can manage or observe only widgets that no resource manages or that a resource in its own namespace manages: choose another external name, or ask your platform team to give this namespace its own ProviderConfig and Widget API project", name, mg.GetNamespace())
-	}
-	if owner != "" && !mine && !observeOnly(mg) {
-		if reviewing(mg) {
-			mg.SetConditions(managedByAnother(name, owner))
-		}
-		return managed.ExternalObservation{}, errors.Errorf("widget %s is already managed by %s (label %s=%s); one widget can have only one managing resource: choose another external name, or delete that resource (to keep the widget, leave Delete out of its management policies or set deletionPolicy Orphan: the provider then removes the label, and this resource can adopt the widget); if that resource no longer exists, the label was left by a provider version that did not remove it: remove the label from the widget in the Widget API", name, ownership.Describe(owner), ownership.OwnerLabel, owner)
 	}
 	if e.adopting && names.Defaulted(mg) && !observeOnly(mg) {
 		return managed.ExternalObservation{}, errors.Errorf("a widget named %s already exists and no managed resource owns it; to adopt it, set the annotation %s: %s explicitly (or choose another name)", name, meta.AnnotationKeyExternalName, name)
+	}
+	if done, err := e.otherControlPlane(ctx, mg, w); done {
+		return managed.ExternalObservation{}, err
 	}
 
 	p := mg.GetWidgetParameters()
@@ -180,9 +206,10 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		// is gone; an out-of-band delete is then repaired by re-creating.
 		return o, nil
 	}
-	d := compare(p, w, ownership.Labels(mg))
+	d := compare(p, w, ownership.Labels(mg, e.cp))
 	o.ResourceUpToDate = d.empty()
 	o.Diff = d.String()
+	e.reportContest(mg, w)
 	switch {
 	case observeOnly(mg) && owner != "" && !mine:
 		mg.SetConditions(managedByAnother(name, owner))
@@ -203,6 +230,34 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 		})
 	}
 	return o, nil
+}
+
+// refuseAnother refuses a widget that another resource, owner, manages:
+// another tenant's is not even observed, and nothing of it may reach mg's
+// status, not even who owns it; one of mg's namespace may be observed
+// (Observe-only), never managed.
+func refuseAnother(mg commonv1beta1.WidgetResource, w *widgetapi.Widget, name, owner string) error {
+	if !ownership.InReach(mg, w.Labels) {
+		mg.SetWidgetObservation(commonv1beta1.WidgetObservation{})
+		if reviewing(mg) {
+			mg.SetConditions(refusedReview(ReasonOutOfReach, fmt.Sprintf("Widget %s is managed by a resource outside namespace %s: it can be neither reviewed nor taken over from here.", name, mg.GetNamespace())))
+		}
+		return errors.Errorf("widget %s is managed by a resource outside namespace %s, and a namespaced Widget can manage or observe only widgets that no resource manages or that a resource in its own namespace manages: choose another external name, or ask your platform team to give this namespace its own ProviderConfig and Widget API project", name, mg.GetNamespace())
+	}
+	if observeOnly(mg) {
+		return nil
+	}
+	if reviewing(mg) {
+		mg.SetConditions(managedByAnother(name, owner))
+	}
+	return errors.Errorf("widget %s is already managed by %s (label %s=%s); one widget can have only one managing resource: choose another external name, or delete that resource (to keep the widget, leave Delete out of its management policies or set deletionPolicy Orphan: the provider then removes the label, and this resource can adopt the widget); if that resource no longer exists, the label was left by a provider version that did not remove it: remove the label from the widget in the Widget API", name, ownership.Describe(owner), ownership.OwnerLabel, owner)
+}
+
+// migrates reports whether mg, which owns the widget that carries labels,
+// rewrites its markers: they are in an older format (ownership.Migrates),
+// or name no control plane while the provider has one (cp).
+func migrates(mg commonv1beta1.WidgetResource, labels map[string]string, cp string) bool {
+	return ownership.Migrates(mg, labels) || cp != "" && labels[ownership.ControlPlaneLabel] == ""
 }
 
 // reserved refuses a widget that a resource outside mg's namespace
@@ -307,7 +362,7 @@ func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreatio
 		Name:        name,
 		Size:        size,
 		Region:      region,
-		Labels:      desiredLabels(labels, nil, ownership.Labels(mg)),
+		Labels:      desiredLabels(labels, nil, ownership.Labels(mg, e.cp), nil),
 		Description: description,
 	})
 	if widgetapi.IsAlreadyExists(err) {
@@ -327,11 +382,17 @@ func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreatio
 func (e *external[T]) Update(ctx context.Context, mg T) (managed.ExternalUpdate, error) {
 	name := meta.GetExternalName(mg)
 	p, obs := mg.GetWidgetParameters(), mg.GetWidgetObservation()
-	before := compare(p, fromObservation(obs), ownership.Labels(mg))
+	before := compare(p, fromObservation(obs), ownership.Labels(mg, e.cp))
 	cause := e.cause(mg)
+	// A contest stays for the owner to report (see reportContest); a
+	// take-over ends it, and says when it happened.
+	keep := ownership.ContestLabelsOf(obs.Labels)
+	if e.takingOver != "" {
+		keep = ownership.TakeOverLabels(e.clock())
+	}
 	w, err := e.api.ReplaceWidget(ctx, name, widgetapi.ReplaceWidgetRequest{
 		Size:        deref(p.Size, obs.Size),
-		Labels:      desiredLabels(p.Labels, obs.Labels, ownership.Labels(mg)),
+		Labels:      desiredLabels(p.Labels, obs.Labels, ownership.Labels(mg, e.cp), keep),
 		Description: deref(p.Description, obs.Description),
 	}, widgetapi.IfGeneration(obs.Generation))
 	if widgetapi.IsPreconditionFailed(err) {
@@ -342,6 +403,9 @@ func (e *external[T]) Update(ctx context.Context, mg T) (managed.ExternalUpdate,
 	}
 	mg.SetWidgetObservation(observation(w))
 	mg.SetConditions(readiness(w, false))
+	if e.takingOver != "" {
+		mg.SetConditions(controlPlaneCondition(corev1.ConditionTrue, ReasonSoleControlPlane, fmt.Sprintf("Took widget %s over from control plane %s.", name, e.takingOver)))
+	}
 
 	e.metrics.Updates.WithLabelValues(e.kind, cause).Inc()
 	switch cause {
@@ -349,6 +413,8 @@ func (e *external[T]) Update(ctx context.Context, mg T) (managed.ExternalUpdate,
 		e.record.Event(mg, event.Normal(ReasonDriftRepaired, "Widget was changed outside Crossplane; restored it: "+before.String()))
 	case "adopt":
 		e.record.Event(mg, event.Normal(ReasonAdopted, "Adopted widget "+name+"; it is now managed by this resource"))
+	case "takeover":
+		e.record.Event(mg, event.Normal(ReasonTookOver, "Took widget "+name+" over from control plane "+e.takingOver+"; control plane "+e.cp+" manages it now, and the other one leaves it alone"))
 	default:
 		e.record.Event(mg, event.Normal(ReasonUpdated, "Updated widget to match the spec: "+before.String()))
 	}
@@ -362,6 +428,9 @@ func (e *external[T]) Update(ctx context.Context, mg T) (managed.ExternalUpdate,
 func (e *external[T]) cause(mg T) string {
 	if e.adopting {
 		return "adopt"
+	}
+	if e.takingOver != "" {
+		return "takeover"
 	}
 	if e.migrating {
 		// The provider's own markers changed, not the user's spec nor
@@ -429,7 +498,7 @@ func readiness(w *widgetapi.Widget, deleting bool) xpv2.Condition {
 // type is T.
 func Setup[T commonv1beta1.WidgetResource](mgr ctrl.Manager, o controller.Options, d mrsetup.Deps, gvk schema.GroupVersionKind, newObj func() T, newList func() resource.ManagedList) error {
 	return mrsetup.Setup(mgr, o, d, gvk, newObj, newList, func(env mrsetup.Env) managed.TypedExternalConnector[T] {
-		return &connector[T]{sessions: d.Sessions, delay: env.Limiter, record: env.Record, metrics: d.Metrics, kind: env.Kind, feedKind: env.Kind}
+		return &connector[T]{sessions: d.Sessions, delay: env.Limiter, record: env.Record, metrics: d.Metrics, kind: env.Kind, feedKind: env.Kind, cp: d.ControlPlane, now: d.Clock()}
 	})
 }
 
@@ -442,15 +511,16 @@ func deref(p *string, def string) string {
 
 // desiredLabels is the label map the widget should carry: the user's labels
 // (or, when the spec names none, the labels it has) with exactly our
-// ownership markers. A previous owner's markers, and a released widget's
-// reservation, are never carried over: another namespace must not stay on a
-// widget it no longer owns.
-func desiredLabels(want, current map[string]string, markers map[string]string) map[string]string {
+// ownership markers, and the contest labels of keep. A previous owner's
+// markers, and a released widget's reservation, are never carried over:
+// another namespace must not stay on a widget it no longer owns.
+func desiredLabels(want, current, markers, keep map[string]string) map[string]string {
 	src := want
 	if src == nil {
 		src = current
 	}
 	out := ownership.Without(src)
 	maps.Copy(out, markers)
+	maps.Copy(out, keep)
 	return out
 }

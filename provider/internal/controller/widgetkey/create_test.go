@@ -135,7 +135,7 @@ func testCreate[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T)
 			}
 			var seeded *widgetapi.Key
 			if tc.seedKey {
-				seeded = seedKey(t, api, keyName, "", ownership.Labels(mg))
+				seeded = seedKey(t, api, keyName, "", ownership.Labels(mg, ""))
 			}
 			if tc.deleteWidget {
 				if _, err := api.DeleteWidget(t.Context(), widgetName); err != nil {
@@ -198,7 +198,7 @@ func testCreate[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T)
 			if k.Description != tc.want.description {
 				t.Errorf("%s\nkey description: want %q, got %q", tc.reason, tc.want.description, k.Description)
 			}
-			if diff := cmp.Diff(ownership.Labels(mg), k.Labels); diff != "" {
+			if diff := cmp.Diff(ownership.Labels(mg, ""), k.Labels); diff != "" {
 				t.Errorf("%s\nkey labels: the key must carry the resource's ownership markers: -want, +got:\n%s", tc.reason, diff)
 			}
 			if seeded != nil && k.ID == seeded.ID {

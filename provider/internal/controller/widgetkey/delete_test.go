@@ -88,7 +88,7 @@ func testDelete[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T)
 			keyName := meta.GetExternalName(mg)
 			seedWidget(t, seedAPI, widgetapi.StateProvisioning, ownedWidget(mg))
 			if tc.seedKey {
-				seedKey(t, seedAPI, keyName, "", ownership.Labels(mg))
+				seedKey(t, seedAPI, keyName, "", ownership.Labels(mg, ""))
 			}
 			if tc.exhaust {
 				apitest.Exhaust(t, api)

@@ -263,7 +263,7 @@ func testObserve[T commonv1beta1.WidgetKeyResource](t *testing.T, newMG func() T
 			}
 			var k *widgetapi.Key
 			if tc.key != nil {
-				k = seedKey(t, seedAPI, keyName, *tc.key, ownership.Labels(mg))
+				k = seedKey(t, seedAPI, keyName, *tc.key, ownership.Labels(mg, ""))
 			}
 			if tc.exhaust {
 				apitest.Exhaust(t, api)

@@ -481,12 +481,15 @@ func (e *external[T]) createNext(ctx context.Context, mg T, p *rotationPlan) (*w
 	if !ownership.InReach(mg, w.Labels) {
 		return nil, outOfReach(mg, p.widget)
 	}
+	if other, ok := ownership.Elsewhere(w.Labels, e.cp); ok {
+		return nil, otherControlPlane(p.widget, other, e.cp)
+	}
 	name := rotatedName(meta.GetExternalName(mg), generation(meta.GetExternalName(mg), p.current.Name)+1)
 	desc := ""
 	if d := mg.GetWidgetKeyInitParameters().Description; d != nil {
 		desc = *d
 	}
-	k, err := e.api.CreateKey(ctx, p.widget, widgetapi.CreateKeyRequest{Name: name, Labels: ownership.Labels(mg), Description: desc})
+	k, err := e.api.CreateKey(ctx, p.widget, widgetapi.CreateKeyRequest{Name: name, Labels: ownership.Labels(mg, e.cp), Description: desc})
 	if widgetapi.IsAlreadyExists(err) {
 		return nil, errors.Errorf("cannot rotate: widget %s already has a key named %s that this WidgetKey did not create; revoke it where it was created, or give this WidgetKey another external name", p.widget, name)
 	}

@@ -79,6 +79,8 @@ type connector[T commonv1beta1.WidgetKeyResource] struct {
 	live     SecretReader
 	record   event.Recorder
 	now      func() time.Time
+	// cp is this provider's control plane (ownership.ControlPlaneLabel).
+	cp string
 }
 
 // Connect resolves the ProviderConfig and returns a client for one reconcile.
@@ -87,7 +89,7 @@ func (c *connector[T]) Connect(ctx context.Context, mg T) (managed.TypedExternal
 	if err != nil {
 		return nil, err
 	}
-	return &external[T]{api: s, recent: s, cache: c.cache, live: c.live, record: c.record, now: c.now}, nil
+	return &external[T]{api: s, recent: s, cache: c.cache, live: c.live, record: c.record, now: c.now, cp: c.cp}, nil
 }
 
 // external manages one WidgetKey's key. Its API is a clients.Session, which
@@ -106,6 +108,9 @@ type external[T commonv1beta1.WidgetKeyResource] struct {
 	// now tells the time key rotations are scheduled by, and how old a
 	// key whose secret is missing is (LostKeyWindow).
 	now func() time.Time
+	// cp is this provider's control plane: keys of widgets that another
+	// control plane manages are left to it.
+	cp string
 
 	// lost is set by Observe when the key exists but its secret never
 	// reached the connection Secret: Create revokes it first.
@@ -171,6 +176,14 @@ func (e *external[T]) Observe(ctx context.Context, mg T) (managed.ExternalObserv
 	}
 	if !reach && !meta.WasDeleted(mg) {
 		return managed.ExternalObservation{}, outOfReach(mg, widget)
+	}
+	if other, ok := ownership.Elsewhere(w.Labels, e.cp); ok && reach && !observeOnly(mg) {
+		// A restore or migration: the other control plane's WidgetKey
+		// creates, rotates and revokes the widget's keys.
+		if meta.WasDeleted(mg) {
+			return e.notRevoked(mg, errors.Errorf("widget %s is managed by control plane %s, and this is control plane %s: left key %s in the Widget API for that control plane's WidgetKey", widget, other, e.cp, name))
+		}
+		return managed.ExternalObservation{}, otherControlPlane(widget, other, e.cp)
 	}
 
 	if reach && neverCreated(mg) {
@@ -275,6 +288,12 @@ func (e *external[T]) notRevoked(mg T, why error) (managed.ExternalObservation, 
 // widget has a key of the resource's external name.
 func outOfReachNotRevoked(mg resource.Managed, widget string) error {
 	return errors.Errorf("widget %s is not managed by a Widget in namespace %s, and no key of it that this WidgetKey created was found: revoked none", widget, mg.GetNamespace())
+}
+
+// otherControlPlane is the error for a WidgetKey whose widget control plane
+// other manages, when this provider's is cp.
+func otherControlPlane(widget, other, cp string) error {
+	return errors.Errorf("widget %s is managed by control plane %s (label %s), and this is control plane %s: this WidgetKey creates, rotates and revokes none of its keys. Once a Widget here takes the widget over (annotation %s), this WidgetKey manages its key again", widget, other, ownership.ControlPlaneLabel, cp, ownership.TakeOverAnnotation)
 }
 
 // outOfReach is the error for a namespaced WidgetKey whose widget no managed
@@ -408,6 +427,9 @@ func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreatio
 	if !ownership.InReach(mg, w.Labels) {
 		return managed.ExternalCreation{}, outOfReach(mg, widget)
 	}
+	if other, ok := ownership.Elsewhere(w.Labels, e.cp); ok {
+		return managed.ExternalCreation{}, otherControlPlane(widget, other, e.cp)
+	}
 	if e.lost && e.lostKeys != nil {
 		for _, n := range e.lostKeys {
 			if err := e.api.DeleteKey(ctx, widget, n); err != nil && !widgetapi.IsNotFound(err) {
@@ -426,7 +448,7 @@ func (e *external[T]) Create(ctx context.Context, mg T) (managed.ExternalCreatio
 	if p := mg.GetWidgetKeyInitParameters(); p.Description != nil {
 		desc = *p.Description
 	}
-	k, err := e.api.CreateKey(ctx, widget, widgetapi.CreateKeyRequest{Name: name, Labels: ownership.Labels(mg), Description: desc})
+	k, err := e.api.CreateKey(ctx, widget, widgetapi.CreateKeyRequest{Name: name, Labels: ownership.Labels(mg, e.cp), Description: desc})
 	if widgetapi.IsAlreadyExists(err) {
 		return managed.ExternalCreation{}, errors.Errorf("widget %s already has a key named %s; retrying", widget, name)
 	}
@@ -500,7 +522,7 @@ func Setup[T commonv1beta1.WidgetKeyResource](mgr ctrl.Manager, o controller.Opt
 		return errors.Wrap(err, "cannot index WidgetKeys by controller")
 	}
 	return mrsetup.Setup(mgr, o, d, gvk, newObj, newList, func(env mrsetup.Env) managed.TypedExternalConnector[T] {
-		return &connector[T]{kind: env.Kind, sessions: d.Sessions, delay: env.Limiter, cache: env.Secrets, live: mgr.GetAPIReader(), record: env.Record, now: d.Clock()}
+		return &connector[T]{kind: env.Kind, sessions: d.Sessions, delay: env.Limiter, cache: env.Secrets, live: mgr.GetAPIReader(), record: env.Record, now: d.Clock(), cp: d.ControlPlane}
 	}, mrsetup.WithWakeUp(func(mg resource.Managed) time.Time {
 		if k, ok := mg.(commonv1beta1.WidgetKeyResource); ok {
 			return NextWakeUp(k)
