@@ -8,9 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -50,6 +52,7 @@ func TestRestoreTouchesNoWidget(t *testing.T) {
 	widget := string(before["widget"])
 	keysBefore := s.keyIDs(widget)
 	widgetsBefore := s.widgetIDs()
+	s.checkControlPlane(widget)
 
 	feed, err := suite.api.Changes(s.ctx, widgetapi.ChangesOptions{After: widgetapi.FromLatest})
 	if err != nil {
@@ -82,6 +85,25 @@ func TestRestoreTouchesNoWidget(t *testing.T) {
 		t.Errorf("the Widget API's change feed shows %d changes of widget %s during backup and restore, want none: %s", len(changes), widget, strings.Join(changes, "; "))
 	}
 	t.Logf("MEASURED restore: widget %s and its %d keys kept, 0 changes in the Widget API's feed", widget, len(keysBefore))
+}
+
+// checkControlPlane checks that widget carries the control plane's name that
+// the provider made and keeps in its namespace (crossplane-system), through
+// the RBAC Crossplane's RBAC manager grants providers: a restore into this
+// control plane finds the widget its own again (docs/restore.md).
+func (s *scenario) checkControlPlane(widget string) {
+	s.t.Helper()
+	cm := &corev1.ConfigMap{}
+	if err := suite.kube.Get(s.ctx, types.NamespacedName{Namespace: "crossplane-system", Name: "widget-control-plane"}, cm); err != nil {
+		s.t.Fatalf("the provider kept no control plane name: %v", err)
+	}
+	w, err := s.apiWidget(widget)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if got, want := w.Labels["widgetco.io/control-plane"], cm.Data["name"]; want == "" || got != want {
+		s.t.Errorf("widget %s names control plane %q, want the kept name %q", widget, got, want)
+	}
 }
 
 // keyIDs are the IDs of widget's keys in the Widget API, sorted.
