@@ -48,6 +48,24 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestValidateOperations validates examples/operations (an Operation, a
+// CronOperation and a WatchOperation with RotateKeys inputs) against
+// Crossplane's CRDs: crossplane beta validate checks the ops.crossplane.io
+// objects, not the inputs they embed, which TestOperationExamples
+// (function/fn) decodes and runs.
+func TestValidateOperations(t *testing.T) {
+	out, err := validate(t, "examples/operations")
+	if err != nil {
+		t.Fatalf("crossplane beta validate should accept examples/operations: %v\n%s", err, out)
+	}
+	if !validatecli.Clean(out) {
+		t.Errorf("crossplane beta validate should report no failures:\n%s", out)
+	}
+	if !strings.Contains(out, "3 success cases") {
+		t.Errorf("crossplane beta validate should validate the 3 examples:\n%s", out)
+	}
+}
+
 // TestValidateRejects checks that the XRDs' and the function input's schemas
 // reject bad values with messages that say what is wrong.
 func TestValidateRejects(t *testing.T) {

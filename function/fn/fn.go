@@ -87,6 +87,9 @@ func NewFunction(o ...Option) (*Function, error) {
 // it is used. Once ctx is done, RunFunction stops as soon as it can and
 // answers with a fatal result; it never returns what it composed until then.
 func (f *Function) RunFunction(ctx context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
+	if isOperation(req) {
+		return f.runOperation(ctx, req), nil
+	}
 	log := f.log.WithValues("tag", req.GetMeta().GetTag())
 
 	rsp := response.To(req, v1beta1.DefaultConvergingTTL)
