@@ -390,9 +390,9 @@ func checkEventCreates() error {
 
 // coreArgs are extra flags for Crossplane core: those docs/install.md
 // recommends (platform.CoreArgs), or E2E_CORE_ARGS (space separated) in
-// their place, where E2E_CORE_ARGS=none runs core with its own defaults; and
+// their place, where E2E_CORE_ARGS=none runs core with its own defaults;
 // --debug with E2E_CORE_DEBUG=1, to see why it reconciles what it
-// reconciles.
+// reconciles; and --enable-operations.
 func coreArgs() []string {
 	args := platform.CoreArgs()
 	switch v := os.Getenv("E2E_CORE_ARGS"); v {
@@ -405,7 +405,9 @@ func coreArgs() []string {
 	if os.Getenv("E2E_CORE_DEBUG") != "" {
 		args = append(args, "--debug")
 	}
-	return args
+	// Operations are alpha and off by default; TestRotateKeysOperation
+	// runs one (docs/operations.md).
+	return append(args, "--enable-operations")
 }
 
 // coreValues are more values for Crossplane's Helm chart, from

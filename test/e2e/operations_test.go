@@ -1,0 +1,88 @@
+//go:build linux
+
+package e2e_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/widgetco/crossplane-widget/test/lib/platform"
+)
+
+// TestRotateKeysOperation: a platform team's Operation (core's
+// --enable-operations) rotates and revokes at once the keys of the XWidgets
+// of a namespace that one label selects, as after a key store leaked
+// (docs/operations.md). The selected XWidget's connection Secret gets a new
+// key, the old one stops working, and an XWidget the label does not select
+// keeps its key.
+func TestRotateKeysOperation(t *testing.T) {
+	s := newScenario(t, true)
+	leaked := s.xwidget("leaked", map[string]any{"keys": int64(1)})
+	leaked.SetLabels(map[string]string{"key-store": "leaked"})
+	kept := s.xwidget("kept", map[string]any{"keys": int64(1)})
+	s.create(leaked, kept)
+	s.waitReady(leaked)
+	s.waitReady(kept)
+	leakedSecret, keptSecret := leaked.GetName()+"-connection", kept.GetName()+"-connection"
+	before := s.connectionSecret(s.ns, leakedSecret, 1)
+	keptBefore := string(s.connectionSecret(s.ns, keptSecret, 1)["key-0-name"])
+	widget := string(before["widget"])
+
+	op := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "ops.crossplane.io/v1alpha1",
+		"kind":       "Operation",
+		"metadata":   map[string]any{"name": "rotate-" + s.ns},
+		"spec": map[string]any{
+			"mode": "Pipeline",
+			"pipeline": []any{map[string]any{
+				"step":        "rotate",
+				"functionRef": map[string]any{"name": platform.FunctionName},
+				"input": map[string]any{
+					"apiVersion": "fn.widgetco.io/v1beta1",
+					"kind":       "RotateKeys",
+					"target": map[string]any{
+						"apiVersion":  xwidgetAPIVersion,
+						"kind":        "XWidget",
+						"namespace":   s.ns,
+						"matchLabels": map[string]any{"key-store": "leaked"},
+					},
+					"revokePrevious": true,
+				},
+			}},
+		},
+	}}
+	start := time.Now()
+	s.create(op)
+	t.Cleanup(func() { _ = suite.kube.Delete(context.Background(), op) })
+	s.condition(op, "Succeeded", func(c platform.Condition) bool { return c.Status == "True" })
+	steps, _, _ := unstructured.NestedSlice(op.Object, "status", "pipeline")
+	var output map[string]any
+	if len(steps) == 1 {
+		output, _, _ = unstructured.NestedMap(steps[0].(map[string]any), "output")
+	}
+	if names, _ := output["names"].([]any); output["targets"] != int64(1) || !slices.Equal(names, []any{s.ns + "/leaked"}) {
+		t.Errorf("the Operation's output: %v; want 1 target, %s/leaked", output, s.ns)
+	}
+
+	now := s.waitKeyName(leakedSecret, string(before["key-0-name"]), waitTimeout)
+	s.eventually("the leaked key revoked", func() error {
+		if _, err := suite.api.VerifyKey(s.ctx, widget, string(before["key-0"])); err == nil {
+			return errors.New("the replaced key still works")
+		}
+		return nil
+	})
+	took := time.Since(start)
+	after := s.connectionSecret(s.ns, leakedSecret, 1)
+	if k, err := suite.api.VerifyKey(s.ctx, widget, string(after["key-0"])); err != nil || k.Name != now {
+		t.Errorf("the new key %s: %v (key %v); want it valid", now, err, k)
+	}
+	if got := string(s.secretData(keptSecret)["key-0-name"]); got != keptBefore {
+		t.Errorf("XWidget kept, which the Operation does not select, changed its key: %s -> %s", keptBefore, got)
+	}
+	t.Logf("MEASURED rotate-now Operation: 1 XWidget's key replaced and the old one revoked %s after the Operation was created", took.Round(100*time.Millisecond))
+}
