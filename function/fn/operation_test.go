@@ -13,6 +13,7 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/structpb"
 	"sigs.k8s.io/yaml"
@@ -247,6 +248,26 @@ func TestOperationExamples(t *testing.T) {
 					t.Errorf("the example's input is refused: %s", r.GetMessage())
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkRotateKeys is one RotateKeys step over 1,000 and 5,000 selected
+// XWidgets (the default and the most maxTargets allows): the function's
+// share of a fleet-wide rotation. It reports the response's size.
+func BenchmarkRotateKeys(b *testing.B) {
+	for _, n := range []int{1000, 5000} {
+		b.Run(fmt.Sprintf("targets=%d", n), func(b *testing.B) {
+			req := &fnv1.RunFunctionRequest{Input: opInput(`, "maxTargets": 5000`), RequiredResources: map[string]*fnv1.Resources{reqTargets: xwidgetsOf(n, `{"project": "x"}`)}}
+			var size int
+			for b.Loop() {
+				rsp := rotateKeys(req, time.Now(), logging.NewNopLogger())
+				if len(rsp.GetDesired().GetResources()) != n {
+					b.Fatalf("want %d desired, got %d", n, len(rsp.GetDesired().GetResources()))
+				}
+				size = proto.Size(rsp)
+			}
+			b.ReportMetric(float64(size), "response-bytes")
 		})
 	}
 }
