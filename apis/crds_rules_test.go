@@ -34,6 +34,10 @@ var (
 		Rule:    `self.matches(r'^[\p{L}\p{M}\p{N}\p{P}\p{S} \t\n]*$')`,
 		Message: "description must hold only printable characters, spaces, tabs and newlines",
 	}
+	ruleInventorySelectsOwnLabels = extv1.ValidationRule{
+		Rule:    "self.all(k, !k.startsWith('widgetco.io/'))",
+		Message: "labels with the prefix widgetco.io/ are the provider's ownership markers; select widgets by their own labels",
+	}
 	ruleProviderConfigKind = extv1.ValidationRule{
 		Rule:    "!has(self.providerConfigRef) || self.providerConfigRef.kind in ['ProviderConfig', 'ClusterProviderConfig']",
 		Message: "providerConfigRef.kind must be ProviderConfig (a ProviderConfig in this namespace) or ClusterProviderConfig",
@@ -272,6 +276,15 @@ func TestCRDValidationRules(t *testing.T) {
 				"spec.endpoint":    {ruleEndpointHost},
 				"spec.caBundle":    {ruleCABundlePEM},
 				"spec.credentials": {ruleSecretRefRequired, ruleFsRequired},
+			},
+		},
+		"WidgetInventory": {
+			reason:  "A WidgetInventory selects by the widgets' own labels and names a ProviderConfig kind of its namespace's group.",
+			file:    "widget.m.widgetco.io_widgetinventories.yaml",
+			version: "v1beta1",
+			want: map[string]extv1.ValidationRules{
+				"spec":                         {ruleProviderConfigKind},
+				"spec.forProvider.matchLabels": {ruleInventorySelectsOwnLabels},
 			},
 		},
 		"NamespacedProviderConfigUsage": {

@@ -130,6 +130,17 @@ var wantCRDs = map[string]crdWant{
 		conversion: webhookConversion,
 		columns:    widgetKeyColumns,
 	},
+	"widget.m.widgetco.io_widgetinventories.yaml": {
+		identity:   identity{Group: "widget.m.widgetco.io", Kind: "WidgetInventory", Plural: "widgetinventories", Scope: extv1.NamespaceScoped, Categories: managedCategories, Versions: v1beta1Only, Served: v1beta1Only, Storage: v1beta1Only, Status: v1beta1Only},
+		conversion: noConversion,
+		columns: []column{
+			colReady, colSynced,
+			{Name: "MATCHED", JSONPath: ".status.atProvider.matched"},
+			{Name: "UNOWNED", JSONPath: ".status.atProvider.unowned"},
+			{Name: "MANAGED", JSONPath: ".status.atProvider.managedHere"},
+			colAge,
+		},
+	},
 	"widget.m.widgetco.io_providerconfigs.yaml": {
 		identity:   identity{Group: "widget.m.widgetco.io", Kind: "ProviderConfig", Plural: "providerconfigs", Scope: extv1.NamespaceScoped, Categories: providerConfigCategories, Versions: v1alpha1Only, Served: v1alpha1Only, Storage: v1alpha1Only, Status: v1alpha1Only},
 		conversion: noConversion,

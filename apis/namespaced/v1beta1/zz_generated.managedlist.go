@@ -8,6 +8,15 @@ package v1beta1
 
 import resource "github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
+// GetItems of this WidgetInventoryList.
+func (l *WidgetInventoryList) GetItems() []resource.Managed {
+	items := make([]resource.Managed, len(l.Items))
+	for i := range l.Items {
+		items[i] = &l.Items[i]
+	}
+	return items
+}
+
 // GetItems of this WidgetKeyList.
 func (l *WidgetKeyList) GetItems() []resource.Managed {
 	items := make([]resource.Managed, len(l.Items))

@@ -168,6 +168,12 @@ func (s *Session) DeleteWidget(ctx context.Context, name string, opts ...widgeta
 	return s.saw(s.conn.Client.DeleteWidget(ctx, name, opts...))
 }
 
+// ListWidgets reads one page of the project's widgets.
+func (s *Session) ListWidgets(ctx context.Context, o widgetapi.ListWidgetsOptions) (*widgetapi.WidgetList, error) {
+	l, err := s.conn.Client.ListWidgets(ctx, o)
+	return l, s.check(err)
+}
+
 // GetKey reads a key of a widget.
 func (s *Session) GetKey(ctx context.Context, widget, key string) (*widgetapi.Key, error) {
 	k, err := s.conn.Client.GetKey(ctx, widget, key)

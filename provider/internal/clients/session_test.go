@@ -296,7 +296,7 @@ func TestSessionGuardsEveryCall(t *testing.T) {
 			}
 		})
 	}
-	want := []string{"CreateKey", "CreateWidget", "DeleteKey", "DeleteWidget", "GetKey", "GetWidget", "ListKeys", "RecentWidget", "ReplaceWidget"}
+	want := []string{"CreateKey", "CreateWidget", "DeleteKey", "DeleteWidget", "GetKey", "GetWidget", "ListKeys", "ListWidgets", "RecentWidget", "ReplaceWidget"}
 	if diff := cmp.Diff(want, guarded); diff != "" {
 		t.Errorf("Session's API calls: -want, +got:\n%s", diff)
 	}

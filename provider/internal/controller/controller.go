@@ -12,6 +12,7 @@ import (
 	clusterv1beta1 "github.com/widgetco/crossplane-widget/apis/cluster/v1beta1"
 	nsv1beta1 "github.com/widgetco/crossplane-widget/apis/namespaced/v1beta1"
 	"github.com/widgetco/crossplane-widget/provider/internal/controller/config"
+	"github.com/widgetco/crossplane-widget/provider/internal/controller/inventory"
 	"github.com/widgetco/crossplane-widget/provider/internal/controller/widget"
 	"github.com/widgetco/crossplane-widget/provider/internal/controller/widgetkey"
 	"github.com/widgetco/crossplane-widget/provider/internal/mrsetup"
@@ -50,6 +51,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, d mrsetup.Deps) error {
 				func() resource.ManagedList { return &clusterv1beta1.WidgetKeyList{} },
 				func() client.Object { return &clusterv1beta1.Widget{} })
 		}},
+		{nsv1beta1.WidgetInventoryGroupVersionKind, func() error { return inventory.Setup(mgr, o, d) }},
 	}
 	for _, s := range setups {
 		if o.Gate == nil {

@@ -84,6 +84,7 @@ const RegistryCredentials = "widgetco-registry" //nolint:gosec // The name of a 
 var ManagedCRDs = []string{
 	"widgets.widget.m.widgetco.io",
 	"widgetkeys.widget.m.widgetco.io",
+	"widgetinventories.widget.m.widgetco.io",
 	"widgets.widget.widgetco.io",
 	"widgetkeys.widget.widgetco.io",
 }
