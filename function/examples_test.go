@@ -48,21 +48,22 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// TestValidateOperations validates examples/operations (an Operation, a
-// CronOperation and a WatchOperation with RotateKeys inputs) against
-// Crossplane's CRDs: crossplane beta validate checks the ops.crossplane.io
+// TestValidateOperations validates examples/operations (Operations, a
+// CronOperation and a WatchOperation with RotateKeys and AdoptWidgets
+// inputs) and examples/adoption (a WidgetInventory) against Crossplane's
+// and the provider's CRDs: crossplane beta validate checks the ops.crossplane.io
 // objects, not the inputs they embed, which TestOperationExamples
 // (function/fn) decodes and runs.
 func TestValidateOperations(t *testing.T) {
-	out, err := validate(t, "examples/operations")
+	out, err := validate(t, "examples/operations,examples/adoption")
 	if err != nil {
 		t.Fatalf("crossplane beta validate should accept examples/operations: %v\n%s", err, out)
 	}
 	if !validatecli.Clean(out) {
 		t.Errorf("crossplane beta validate should report no failures:\n%s", out)
 	}
-	if !strings.Contains(out, "3 success cases") {
-		t.Errorf("crossplane beta validate should validate the 3 examples:\n%s", out)
+	if !strings.Contains(out, "5 success cases") {
+		t.Errorf("crossplane beta validate should validate the 5 examples:\n%s", out)
 	}
 }
 

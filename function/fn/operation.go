@@ -22,7 +22,9 @@ import (
 // The function is also an operation function (Crossplane's Operations,
 // CronOperations and WatchOperations, alpha, core's --enable-operations):
 // a step whose input is a RotateKeys asks for the keys of every XWidget or
-// claim it selects to be rotated now. It changes nothing in the Widget API
+// claim it selects to be rotated now; one whose input is an AdoptWidgets
+// writes XWidgets that review the widgets a WidgetInventory lists
+// (adoptwidgets.go). It changes nothing in the Widget API
 // itself: it sets each object's spec.rotation.requestedAt (and
 // revokePreviousAt), which core applies with server-side apply, and the
 // rotations run as any requested rotation does, through the composition and
@@ -36,12 +38,14 @@ const (
 )
 
 // isOperation reports whether req is an operation's: its input is a
-// RotateKeys. A composition's has an observed composite resource instead.
+// RotateKeys or an AdoptWidgets. A composition's has an observed composite
+// resource instead.
 func isOperation(req *fnv1.RunFunctionRequest) bool {
 	in := req.GetInput().GetFields()
+	k := in["kind"].GetStringValue()
 	return req.GetObserved().GetComposite() == nil &&
 		in["apiVersion"].GetStringValue() == v1beta1.APIVersion &&
-		in["kind"].GetStringValue() == v1beta1.KindRotateKeys
+		(k == v1beta1.KindRotateKeys || k == v1beta1.KindAdoptWidgets)
 }
 
 // rotateKeys runs a RotateKeys operation step: it asks for the selected
@@ -217,5 +221,10 @@ func toAny(names []string) []any {
 
 // runOperation runs an operation step (see isOperation).
 func (f *Function) runOperation(_ context.Context, req *fnv1.RunFunctionRequest) *fnv1.RunFunctionResponse {
-	return rotateKeys(req, f.clock(), f.log.WithValues("tag", req.GetMeta().GetTag(), "operation", v1beta1.KindRotateKeys))
+	kind := req.GetInput().GetFields()["kind"].GetStringValue()
+	log := f.log.WithValues("tag", req.GetMeta().GetTag(), "operation", kind)
+	if kind == v1beta1.KindAdoptWidgets {
+		return adoptWidgets(req, log)
+	}
+	return rotateKeys(req, f.clock(), log)
 }

@@ -208,12 +208,12 @@ func compactJSON(t *testing.T, b []byte) string {
 	return string(out)
 }
 
-// TestOperationExamples runs the RotateKeys input of each example of
-// examples/operations: each is valid, and selects what it says.
+// TestOperationExamples runs the input of each example of
+// examples/operations: each is valid and an operation's.
 func TestOperationExamples(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "operations", "*.yaml"))
-	if err != nil || len(files) != 3 {
-		t.Fatalf("want the 3 examples of examples/operations, got %v (%v)", files, err)
+	if err != nil || len(files) != 4 {
+		t.Fatalf("want the 4 examples of examples/operations, got %v (%v)", files, err)
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -239,10 +239,10 @@ func TestOperationExamples(t *testing.T) {
 			}
 			req := &fnv1.RunFunctionRequest{Input: in}
 			if !isOperation(req) {
-				t.Fatal("the example's input is not a RotateKeys")
+				t.Fatal("the example's input is not an operation's")
 			}
-			req.RequiredResources = map[string]*fnv1.Resources{reqTargets: {}}
-			rsp := rotateKeys(req, time.Now(), logging.NewNopLogger())
+			req.RequiredResources = map[string]*fnv1.Resources{reqTargets: {}, reqComposites: {}, reqInventory: inventoryJSON("True", "[]", 0)}
+			rsp := (&Function{log: logging.NewNopLogger(), clock: time.Now}).runOperation(t.Context(), req)
 			for _, r := range rsp.GetResults() {
 				if r.GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
 					t.Errorf("the example's input is refused: %s", r.GetMessage())
