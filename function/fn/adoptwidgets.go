@@ -91,9 +91,12 @@ func adoptWidgets(req *fnv1.RunFunctionRequest, log logging.Logger) *fnv1.RunFun
 		if w.Size != "" {
 			spec["size"] = w.Size
 		}
-		if len(w.Labels) > 0 {
+		if len(w.Labels)+len(in.Labels) > 0 {
 			labels := map[string]any{}
 			for k, v := range w.Labels {
+				labels[k] = v
+			}
+			for k, v := range in.Labels {
 				labels[k] = v
 			}
 			spec["labels"] = labels
@@ -202,6 +205,11 @@ func validateAdoptWidgets(in *v1beta1.AdoptWidgets) error {
 	}
 	if in.Composite.Kind == "" {
 		errs = append(errs, "composite.kind must name the XRD's kind, such as XWidget")
+	}
+	for k, v := range in.Labels {
+		if len(validation.IsQualifiedName(k)) > 0 || len(validation.IsValidLabelValue(v)) > 0 {
+			errs = append(errs, fmt.Sprintf("labels %s=%s is not a valid label", k, v))
+		}
 	}
 	if m := in.MaxWidgets; m != nil && (*m < 1 || *m > v1beta1.MaxWidgets) {
 		errs = append(errs, fmt.Sprintf("maxWidgets %d must be from 1 to %d", *m, v1beta1.MaxWidgets))

@@ -58,6 +58,14 @@ func TestAdoptWidgets(t *testing.T) {
 			normal:  "Wrote 2 XWidget objects in team-a that review the widgets they adopt (mode Review: nothing is changed until an app team sets mode Manage); skipped 1 already adopted, 1 whose name an object there has",
 			outputs: map[string]any{"written": float64(2), "alreadyAdopting": []any{"legacy-db"}, "nameTaken": []any{"taken"}},
 		},
+		"Labels": {
+			reason: "The input's labels go over the widget's own, so that the platform's required labels are there.",
+			req: &fnv1.RunFunctionRequest{Input: adoptInput(`, "labels": {"team": "payments", "app": "web"}`), RequiredResources: map[string]*fnv1.Resources{
+				reqInventory: inventoryJSON("True", `[{"name": "one", "owner": "Unowned", "labels": {"app": "legacy", "tier": "1"}}]`, 1), reqComposites: {}}},
+			want:    map[string]string{"team-a/one": `{"adopt":{"mode":"Review","name":"one"},"keys":0,"labels":{"app":"web","team":"payments","tier":"1"}}`},
+			normal:  "Wrote 1 XWidget objects in team-a that review the widgets they adopt (mode Review: nothing is changed until an app team sets mode Manage); skipped 0 already adopted, 0 whose name an object there has",
+			outputs: map[string]any{"written": float64(1)},
+		},
 		"BeyondTheInventorysLimit": {
 			reason: "Unowned widgets the inventory counted but did not list are reported, with what to do.",
 			req: &fnv1.RunFunctionRequest{Input: adoptInput(""), RequiredResources: map[string]*fnv1.Resources{

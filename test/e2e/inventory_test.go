@@ -90,6 +90,9 @@ func TestBulkAdoption(t *testing.T) {
 					"kind":       "AdoptWidgets",
 					"inventory":  map[string]any{"namespace": s.ns, "name": inv.Name},
 					"composite":  map[string]any{"apiVersion": xwidgetAPIVersion, "kind": "XWidget"},
+					// The platform's policy requires a team label,
+					// which these widgets lack.
+					"labels": map[string]any{"team": "payments"},
 				},
 			}}},
 		}}

@@ -32,6 +32,9 @@ func TestRotateKeysOperation(t *testing.T) {
 	before := s.connectionSecret(s.ns, leakedSecret, 1)
 	keptBefore := string(s.connectionSecret(s.ns, keptSecret, 1)["key-0-name"])
 	widget := string(before["widget"])
+	if len(before["key-0"]) == 0 || len(before["key-0-name"]) == 0 || keptBefore == "" {
+		t.Fatalf("the connection Secrets hold no key-0 before the Operation: %v, kept %q", dataKeys(before), keptBefore)
+	}
 
 	op := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "ops.crossplane.io/v1alpha1",
@@ -84,5 +87,5 @@ func TestRotateKeysOperation(t *testing.T) {
 	if got := string(s.secretData(keptSecret)["key-0-name"]); got != keptBefore {
 		t.Errorf("XWidget kept, which the Operation does not select, changed its key: %s -> %s", keptBefore, got)
 	}
-	t.Logf("MEASURED rotate-now Operation: 1 XWidget's key replaced and the old one revoked %s after the Operation was created", took.Round(100*time.Millisecond))
+	t.Logf("MEASURED rotate-now Operation: key-0 %s of 1 XWidget replaced by %s and revoked %s after the Operation was created", before["key-0-name"], now, took.Round(100*time.Millisecond))
 }

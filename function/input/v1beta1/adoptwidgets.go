@@ -22,8 +22,8 @@ const (
 // (and per widget released for the namespace) that a WidgetInventory lists,
 // named after the widget, with spec.adopt {name: <widget>, mode: Review}:
 // each reviews its widget and changes nothing until the app team sets
-// mode Manage. The XWidget takes the widget's size and labels, and asks
-// for no keys. A widget that an XWidget of the namespace already adopts,
+// mode Manage. The XWidget takes the widget's size and labels (with the
+// input's labels over them), and asks for no keys. A widget that an XWidget of the namespace already adopts,
 // or whose name an XWidget there already has, is skipped: a rerun writes
 // only what is new, and never rewrites an XWidget.
 //
@@ -40,6 +40,13 @@ type AdoptWidgets struct {
 
 	// Composite is the XRD's kind the XWidgets are written as.
 	Composite CompositeKind `json:"composite"`
+
+	// Labels are set in every written XWidget's spec.labels, over the
+	// widget's own: the labels the platform's policy requires (such as
+	// team), which a widget made outside Crossplane may lack.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	Labels map[string]string `json:"labels,omitempty"`
 
 	// MaxWidgets is the most XWidgets this operation may write: with more
 	// to adopt, it fails and writes none. Defaults to 100; at most 500.

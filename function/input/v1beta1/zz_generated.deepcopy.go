@@ -20,6 +20,13 @@ func (in *AdoptWidgets) DeepCopyInto(out *AdoptWidgets) {
 	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	out.Inventory = in.Inventory
 	out.Composite = in.Composite
+	if in.Labels != nil {
+		in, out := &in.Labels, &out.Labels
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	if in.MaxWidgets != nil {
 		in, out := &in.MaxWidgets, &out.MaxWidgets
 		*out = new(int32)
