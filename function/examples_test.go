@@ -62,8 +62,8 @@ func TestValidateOperations(t *testing.T) {
 	if !validatecli.Clean(out) {
 		t.Errorf("crossplane beta validate should report no failures:\n%s", out)
 	}
-	if !strings.Contains(out, "5 success cases") {
-		t.Errorf("crossplane beta validate should validate the 5 examples:\n%s", out)
+	if !strings.Contains(out, "6 success cases") {
+		t.Errorf("crossplane beta validate should validate the 6 examples:\n%s", out)
 	}
 }
 

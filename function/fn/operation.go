@@ -24,7 +24,8 @@ import (
 // a step whose input is a RotateKeys asks for the keys of every XWidget or
 // claim it selects to be rotated now; one whose input is an AdoptWidgets
 // writes XWidgets that review the widgets a WidgetInventory lists
-// (adoptwidgets.go). It changes nothing in the Widget API
+// (adoptwidgets.go); one whose input is a WidgetReport reports on them
+// (report.go). It changes nothing in the Widget API
 // itself: it sets each object's spec.rotation.requestedAt (and
 // revokePreviousAt), which core applies with server-side apply, and the
 // rotations run as any requested rotation does, through the composition and
@@ -38,14 +39,14 @@ const (
 )
 
 // isOperation reports whether req is an operation's: its input is a
-// RotateKeys or an AdoptWidgets. A composition's has an observed composite
+// RotateKeys, an AdoptWidgets or a WidgetReport. A composition's has an observed composite
 // resource instead.
 func isOperation(req *fnv1.RunFunctionRequest) bool {
 	in := req.GetInput().GetFields()
 	k := in["kind"].GetStringValue()
 	return req.GetObserved().GetComposite() == nil &&
 		in["apiVersion"].GetStringValue() == v1beta1.APIVersion &&
-		(k == v1beta1.KindRotateKeys || k == v1beta1.KindAdoptWidgets)
+		(k == v1beta1.KindRotateKeys || k == v1beta1.KindAdoptWidgets || k == v1beta1.KindWidgetReport)
 }
 
 // rotateKeys runs a RotateKeys operation step: it asks for the selected
@@ -132,8 +133,29 @@ func rotateKeys(req *fnv1.RunFunctionRequest, now time.Time, log logging.Logger)
 
 // validateRotateKeys checks the input's fields a user may get wrong.
 func validateRotateKeys(in *v1beta1.RotateKeys) error {
+	errs := targetErrors(in.Target)
+	if m := in.MaxTargets; m != nil && (*m < 1 || *m > v1beta1.MaxTargets) {
+		errs = append(errs, fmt.Sprintf("maxTargets %d must be from 1 to %d", *m, v1beta1.MaxTargets))
+	}
+	if len(errs) > 0 {
+		slices.Sort(errs)
+		return errors.Errorf("invalid RotateKeys input: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// validateTarget checks a target's fields.
+func validateTarget(t v1beta1.RotationTarget) error {
+	if errs := targetErrors(t); len(errs) > 0 {
+		slices.Sort(errs)
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// targetErrors are what is wrong with a target, for people.
+func targetErrors(t v1beta1.RotationTarget) []string {
 	var errs []string
-	t := in.Target
 	if gv := strings.Split(t.APIVersion, "/"); len(gv) != 2 || gv[0] == "" || gv[1] == "" {
 		errs = append(errs, fmt.Sprintf("target.apiVersion %q must be group/version, such as platform.widgetco.io/v1alpha1", t.APIVersion))
 	}
@@ -148,14 +170,7 @@ func validateRotateKeys(in *v1beta1.RotateKeys) error {
 			errs = append(errs, fmt.Sprintf("target.matchLabels %s=%s is not a valid label", k, v))
 		}
 	}
-	if m := in.MaxTargets; m != nil && (*m < 1 || *m > v1beta1.MaxTargets) {
-		errs = append(errs, fmt.Sprintf("maxTargets %d must be from 1 to %d", *m, v1beta1.MaxTargets))
-	}
-	if len(errs) > 0 {
-		slices.Sort(errs)
-		return errors.Errorf("invalid RotateKeys input: %s", strings.Join(errs, "; "))
-	}
-	return nil
+	return errs
 }
 
 // rotationTargets returns the objects to rotate, and whether core has
@@ -223,8 +238,11 @@ func toAny(names []string) []any {
 func (f *Function) runOperation(_ context.Context, req *fnv1.RunFunctionRequest) *fnv1.RunFunctionResponse {
 	kind := req.GetInput().GetFields()["kind"].GetStringValue()
 	log := f.log.WithValues("tag", req.GetMeta().GetTag(), "operation", kind)
-	if kind == v1beta1.KindAdoptWidgets {
+	switch kind {
+	case v1beta1.KindAdoptWidgets:
 		return adoptWidgets(req, log)
+	case v1beta1.KindWidgetReport:
+		return widgetReport(req, f.clock(), log)
 	}
 	return rotateKeys(req, f.clock(), log)
 }

@@ -212,8 +212,8 @@ func compactJSON(t *testing.T, b []byte) string {
 // examples/operations: each is valid and an operation's.
 func TestOperationExamples(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "operations", "*.yaml"))
-	if err != nil || len(files) != 4 {
-		t.Fatalf("want the 4 examples of examples/operations, got %v (%v)", files, err)
+	if err != nil || len(files) != 5 {
+		t.Fatalf("want the 5 examples of examples/operations, got %v (%v)", files, err)
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -241,8 +241,11 @@ func TestOperationExamples(t *testing.T) {
 			if !isOperation(req) {
 				t.Fatal("the example's input is not an operation's")
 			}
-			req.RequiredResources = map[string]*fnv1.Resources{reqTargets: {}, reqComposites: {}, reqInventory: inventoryJSON("True", "[]", 0)}
+			req.RequiredResources = map[string]*fnv1.Resources{reqTargets: {}, reqComposites: {}, reqInventory: inventoryJSON("True", "[]", 0), reqInventories: {}}
 			rsp := (&Function{log: logging.NewNopLogger(), clock: time.Now}).runOperation(t.Context(), req)
+			if rsp.GetOutput() == nil {
+				t.Error("the example's operation wrote no output")
+			}
 			for _, r := range rsp.GetResults() {
 				if r.GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
 					t.Errorf("the example's input is refused: %s", r.GetMessage())

@@ -3,7 +3,6 @@
 package e2e_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,13 +25,14 @@ import (
 // already runs (docs/operations.md#adopt-what-a-team-already-runs): a
 // WidgetInventory in its namespace lists the project's unowned widgets and
 // only counts another namespace's; an AdoptWidgets Operation writes one
-// XWidget per unowned widget, each reviewing its widget, and nothing in the
+// XWidget per unowned widget, each reviewing its widget (one whose size the
+// platform's policy does not allow says so instead), and nothing in the
 // Widget API changes; a rerun writes nothing more.
 func TestBulkAdoption(t *testing.T) {
 	s := newScenario(t, true)
 	sel := map[string]string{"moving": s.ns}
-	created := make([]*widgetapi.Widget, 0, 2)
-	for i, size := range []string{widgetapi.SizeSmall, widgetapi.SizeLarge} {
+	created := make([]*widgetapi.Widget, 0, 3)
+	for i, size := range []string{widgetapi.SizeSmall, widgetapi.SizeMedium, widgetapi.SizeLarge} {
 		w, err := suite.api.CreateWidget(s.ctx, widgetapi.CreateWidgetRequest{Name: fmt.Sprintf("%s-old-%d", s.ns, i), Size: size, Region: "us-east-1",
 			Labels: map[string]string{"moving": s.ns, "app": "old", labelScenario: s.ns}})
 		if err != nil {
@@ -60,7 +60,7 @@ func TestBulkAdoption(t *testing.T) {
 			return err
 		}
 		a := inv.Status.AtProvider
-		if inv.GetCondition(xpv2.TypeReady).Status != "True" || a.Matched != 3 || a.Unowned != 2 || a.OutOfReach != 1 {
+		if inv.GetCondition(xpv2.TypeReady).Status != "True" || a.Matched != 4 || a.Unowned != 3 || a.OutOfReach != 1 {
 			return errors.Errorf("Ready=%s matched %d unowned %d out of reach %d", inv.GetCondition(xpv2.TypeReady).Status, a.Matched, a.Unowned, a.OutOfReach)
 		}
 		return nil
@@ -69,7 +69,7 @@ func TestBulkAdoption(t *testing.T) {
 	for _, w := range inv.Status.AtProvider.Widgets {
 		listed = append(listed, w.Name+"="+string(w.Owner))
 	}
-	if want := []string{created[0].Name + "=Unowned", created[1].Name + "=Unowned"}; !slices.Equal(listed, want) {
+	if want := []string{created[0].Name + "=Unowned", created[1].Name + "=Unowned", created[2].Name + "=Unowned"}; !slices.Equal(listed, want) {
 		t.Errorf("the inventory lists %v, want %v", listed, want)
 	}
 	if strings.Contains(fmt.Sprint(inv.Status.AtProvider.Widgets), foreign) {
@@ -78,38 +78,20 @@ func TestBulkAdoption(t *testing.T) {
 	t.Logf("Inventory: %d matched, %d unowned listed, %d out of reach counted", inv.Status.AtProvider.Matched, inv.Status.AtProvider.Unowned, inv.Status.AtProvider.OutOfReach)
 
 	run := func(name string) map[string]any {
-		op := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "ops.crossplane.io/v1alpha1",
-			"kind":       "Operation",
-			"metadata":   map[string]any{"name": name},
-			"spec": map[string]any{"mode": "Pipeline", "pipeline": []any{map[string]any{
-				"step":        "adopt",
-				"functionRef": map[string]any{"name": platform.FunctionName},
-				"input": map[string]any{
-					"apiVersion": "fn.widgetco.io/v1beta1",
-					"kind":       "AdoptWidgets",
-					"inventory":  map[string]any{"namespace": s.ns, "name": inv.Name},
-					"composite":  map[string]any{"apiVersion": xwidgetAPIVersion, "kind": "XWidget"},
-					// The platform's policy requires a team label,
-					// which these widgets lack.
-					"labels": map[string]any{"team": "payments"},
-				},
-			}}},
-		}}
-		s.create(op)
-		t.Cleanup(func() { _ = suite.kube.Delete(context.Background(), op) })
-		s.condition(op, "Succeeded", func(c platform.Condition) bool { return c.Status == "True" })
-		steps, _, _ := unstructured.NestedSlice(op.Object, "status", "pipeline")
-		if len(steps) != 1 {
-			t.Fatalf("Operation %s: status.pipeline %v", name, steps)
-		}
-		out, _, _ := unstructured.NestedMap(steps[0].(map[string]any), "output")
-		return out
+		return s.operation(name, map[string]any{
+			"apiVersion": "fn.widgetco.io/v1beta1",
+			"kind":       "AdoptWidgets",
+			"inventory":  map[string]any{"namespace": s.ns, "name": inv.Name},
+			"composite":  map[string]any{"apiVersion": xwidgetAPIVersion, "kind": "XWidget"},
+			// The platform's policy requires a team label, which these
+			// widgets lack.
+			"labels": map[string]any{"team": "payments"},
+		})
 	}
 	start := time.Now()
 	out := run("adopt-" + s.ns)
-	if out["written"] != int64(2) {
-		t.Errorf("the Operation's output: %v; want 2 written", out)
+	if out["written"] != int64(3) {
+		t.Errorf("the Operation's output: %v; want 3 written", out)
 	}
 	for i, w := range created {
 		xr := &unstructured.Unstructured{}
@@ -117,6 +99,14 @@ func TestBulkAdoption(t *testing.T) {
 		xr.SetKind("XWidget")
 		xr.SetNamespace(s.ns)
 		xr.SetName(w.Name)
+		if w.Size == widgetapi.SizeLarge {
+			// The e2e platform's policy allows small and medium only.
+			c := s.condition(xr, "PolicyCompliant", func(c platform.Condition) bool { return c.Reason == "PolicyViolation" })
+			if !strings.Contains(c.Message, `spec.size: Unsupported value: "large"`) {
+				t.Errorf("XWidget %s for a large widget: the refusal does not name spec.size: %s", w.Name, c.Message)
+			}
+			continue
+		}
 		c := s.condition(xr, "Adopted", func(c platform.Condition) bool { return c.Reason == "WouldChange" || c.Reason == "NoDifference" })
 		if mode := nested(xr, "spec", "adopt", "mode"); mode != "Review" || nested(xr, "spec", "size") != w.Size {
 			t.Errorf("XWidget %s: adopt mode %q size %q, want Review and the widget's %s", w.Name, mode, nested(xr, "spec", "size"), w.Size)
@@ -138,5 +128,5 @@ func TestBulkAdoption(t *testing.T) {
 	if again := run("adopt-again-" + s.ns); again["written"] != int64(0) {
 		t.Errorf("a rerun wrote %v, want nothing: every widget already has its XWidget", again["written"])
 	}
-	t.Logf("MEASURED bulk adoption: 2 XWidgets written and both reviews done %s after the Operation was created; 0 widgets changed", took.Round(100*time.Millisecond))
+	t.Logf("MEASURED bulk adoption: 3 XWidgets written, 2 reviews done and 1 refused by the policy %s after the Operation was created; 0 widgets changed", took.Round(100*time.Millisecond))
 }

@@ -60,14 +60,7 @@ func TestRotateKeysOperation(t *testing.T) {
 		},
 	}}
 	start := time.Now()
-	s.create(op)
-	t.Cleanup(func() { _ = suite.kube.Delete(context.Background(), op) })
-	s.condition(op, "Succeeded", func(c platform.Condition) bool { return c.Status == "True" })
-	steps, _, _ := unstructured.NestedSlice(op.Object, "status", "pipeline")
-	var output map[string]any
-	if len(steps) == 1 {
-		output, _, _ = unstructured.NestedMap(steps[0].(map[string]any), "output")
-	}
+	output := s.runOperation(op)
 	if names, _ := output["names"].([]any); output["targets"] != int64(1) || !slices.Equal(names, []any{s.ns + "/leaked"}) {
 		t.Errorf("the Operation's output: %v; want 1 target, %s/leaked", output, s.ns)
 	}
@@ -87,5 +80,48 @@ func TestRotateKeysOperation(t *testing.T) {
 	if got := string(s.secretData(keptSecret)["key-0-name"]); got != keptBefore {
 		t.Errorf("XWidget kept, which the Operation does not select, changed its key: %s -> %s", keptBefore, got)
 	}
+
+	// The weekly report's Operation, for this namespace: both XWidgets
+	// Ready, nothing refused or overdue.
+	report := s.operation("report-"+s.ns, map[string]any{
+		"apiVersion": "fn.widgetco.io/v1beta1",
+		"kind":       "WidgetReport",
+		"target":     map[string]any{"apiVersion": xwidgetAPIVersion, "kind": "XWidget", "namespace": s.ns},
+	})
+	if report["objects"] != int64(2) || report["ready"] != int64(2) || report["findingsOmitted"] != int64(0) {
+		t.Errorf("the report: %v; want 2 objects, 2 Ready, no finding", report)
+	}
+	t.Logf("Report: %v", report)
 	t.Logf("MEASURED rotate-now Operation: key-0 %s of 1 XWidget replaced by %s and revoked %s after the Operation was created", before["key-0-name"], now, took.Round(100*time.Millisecond))
+}
+
+// operation runs an Operation of one function-widget step with input, and
+// returns the step's output once it succeeded.
+func (s *scenario) operation(name string, input map[string]any) map[string]any {
+	s.t.Helper()
+	return s.runOperation(&unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "ops.crossplane.io/v1alpha1",
+		"kind":       "Operation",
+		"metadata":   map[string]any{"name": name},
+		"spec": map[string]any{"mode": "Pipeline", "pipeline": []any{map[string]any{
+			"step":        "step",
+			"functionRef": map[string]any{"name": platform.FunctionName},
+			"input":       input,
+		}}},
+	}})
+}
+
+// runOperation creates op, deleted when the test ends, waits until it
+// succeeded, and returns its one step's output.
+func (s *scenario) runOperation(op *unstructured.Unstructured) map[string]any {
+	s.t.Helper()
+	s.create(op)
+	s.t.Cleanup(func() { _ = suite.kube.Delete(context.Background(), op) })
+	s.condition(op, "Succeeded", func(c platform.Condition) bool { return c.Status == "True" })
+	steps, _, _ := unstructured.NestedSlice(op.Object, "status", "pipeline")
+	if len(steps) != 1 {
+		s.t.Fatalf("Operation %s: status.pipeline %v, want one step", op.GetName(), steps)
+	}
+	out, _, _ := unstructured.NestedMap(steps[0].(map[string]any), "output")
+	return out
 }

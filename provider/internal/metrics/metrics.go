@@ -19,8 +19,9 @@ type Metrics struct {
 	// APILatency observes Widget API call latency by operation.
 	APILatency *prometheus.HistogramVec
 	// Updates counts widget updates by kind and cause: "drift" (the widget
-	// changed outside Crossplane), "spec" (the user changed the spec) or
-	// "adopt" (the provider took over an unowned widget).
+	// changed outside Crossplane), "spec" (the user changed the spec),
+	// "adopt" (the provider took over an unowned widget) or "takeover"
+	// (from another control plane).
 	Updates *prometheus.CounterVec
 	// FeedChanges counts change feed entries received, by type.
 	FeedChanges *prometheus.CounterVec
