@@ -493,7 +493,7 @@ func checkPackageLayer(t *testing.T, img v1.Image, root string, p xpkg.Package) 
 	if !ok {
 		t.Fatalf("package meta is a %T", pkg.GetMeta()[0])
 	}
-	wantCaps := map[string][]string{"provider-widget": {"safe-start"}, "function-widget": {"composition"}}[p.Name]
+	wantCaps := map[string][]string{"provider-widget": {"safe-start"}, "function-widget": {"composition", "operation"}}[p.Name]
 	if diff := cmp.Diff(wantCaps, m.GetCapabilities()); diff != "" {
 		t.Errorf("capabilities: -want, +got:\n%s", diff)
 	}
