@@ -229,9 +229,9 @@ func (s *scenario) lose(objs []*unstructured.Unstructured) {
 }
 
 // restore applies the backup as docs/restore.md says: everything as it was
-// but for what the API server assigns, managed resources and XWidgets
-// paused; then it resumes the managed resources, waits until they are
-// Ready, and resumes the XWidgets.
+// but for what the API server assigns, managed resources, XWidgets and
+// claims paused; then it resumes the managed resources, waits until they are
+// Ready, and resumes the XWidgets, then the claims.
 func (s *scenario) restore(objs []*unstructured.Unstructured) {
 	s.t.Helper()
 	var paused []*unstructured.Unstructured
@@ -264,6 +264,7 @@ func (s *scenario) restore(objs []*unstructured.Unstructured) {
 		}
 	}
 	resume("XWidget")
+	resume("WidgetClaim")
 }
 
 // restorable is o as a restore creates it: without what the API server
