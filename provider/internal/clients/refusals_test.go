@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1alpha1 "github.com/widgetco/crossplane-widget/apis/common/v1alpha1"
@@ -73,7 +74,7 @@ func TestResolveBudgetPerNamespace(t *testing.T) {
 		Throttle: NewThrottle(),
 	}
 	get := func(ns string, i int) error {
-		mg := &nsv1beta1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("w-%d", i)}}
+		mg := &nsv1beta1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("w-%d", i), UID: types.UID(fmt.Sprintf("uid-%s-%d", ns, i))}}
 		mg.SetGroupVersionKind(nsv1beta1.WidgetGroupVersionKind)
 		mg.SetProviderConfigReference(ref(i))
 		s, err := sessions.Open(context.Background(), mg, &fakes.Delayer{}, "Widget.kind", "web")

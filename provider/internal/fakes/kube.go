@@ -5,26 +5,31 @@ import (
 	"reflect"
 	"sync"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/widgetco/crossplane-widget/apis"
 )
 
-// Kube is a crossplane-runtime test.MockClient with an object store. Get
-// fills obj with a copy of the stored object of obj's Go type, namespace and
-// name, and returns a NotFound error naming the Go type when there is none.
-// Create and Update succeed and record a copy of the object (for example the
-// ProviderConfigUsages a resolver applies). Every other call is the
-// MockClient's: a test may replace any Mock function, including these.
+// Kube is controller-runtime's in-memory fake client with the provider's
+// and Kubernetes' kinds, serving the objects it was made with, and two
+// hooks a test may replace: MockGet and MockCreate, which call the fake
+// client until replaced. GetErr makes Get fail, for objects of a Go type in
+// it, with that type's error. Every create and update that succeeds is
+// recorded (for example the ProviderConfigUsages a resolver applies; see
+// Applied).
 type Kube struct {
-	*test.MockClient
+	client.Client
 
-	// Objects are what Get serves. Set them before the first call.
-	Objects []client.Object
-	// GetErr makes Get fail, for objects of a Go type in it, with that
-	// type's error. Set it before the first call.
+	// GetErr makes Get fail for objects of a Go type in it. Set it before
+	// the first call.
 	GetErr map[reflect.Type]error
+	// MockGet and MockCreate are Get and Create; a test may wrap or
+	// replace them before the first call.
+	MockGet    func(ctx context.Context, key client.ObjectKey, obj client.Object) error
+	MockCreate func(ctx context.Context, obj client.Object, opts ...client.CreateOption) error
 
 	mu      sync.Mutex
 	applied []client.Object
@@ -32,30 +37,46 @@ type Kube struct {
 
 // NewKube returns a Kube that serves objs.
 func NewKube(objs ...client.Object) *Kube {
-	k := &Kube{Objects: objs, GetErr: map[reflect.Type]error{}}
-	k.MockClient = &test.MockClient{
-		MockGet: func(_ context.Context, key client.ObjectKey, obj client.Object) error {
-			if err := k.GetErr[reflect.TypeOf(obj)]; err != nil {
-				return err
-			}
-			for _, o := range k.Objects {
-				if reflect.TypeOf(o) == reflect.TypeOf(obj) && o.GetName() == key.Name && o.GetNamespace() == key.Namespace {
-					reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(o.DeepCopyObject()).Elem())
-					return nil
-				}
-			}
-			return kerrors.NewNotFound(schema.GroupResource{Resource: reflect.TypeOf(obj).Elem().Name()}, key.Name)
-		},
-		MockCreate: func(_ context.Context, obj client.Object, _ ...client.CreateOption) error {
-			k.apply(obj)
-			return nil
-		},
-		MockUpdate: func(_ context.Context, obj client.Object, _ ...client.UpdateOption) error {
-			k.apply(obj)
-			return nil
-		},
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apis.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	k := &Kube{Client: fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build(), GetErr: map[reflect.Type]error{}}
+	k.MockGet = func(ctx context.Context, key client.ObjectKey, obj client.Object) error {
+		if err := k.GetErr[reflect.TypeOf(obj)]; err != nil {
+			return err
+		}
+		return k.Client.Get(ctx, key, obj)
+	}
+	k.MockCreate = func(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+		return k.Client.Create(ctx, obj, opts...)
 	}
 	return k
+}
+
+// Get calls MockGet.
+func (k *Kube) Get(ctx context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	return k.MockGet(ctx, key, obj)
+}
+
+// Create calls MockCreate, and records obj when it succeeds.
+func (k *Kube) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if err := k.MockCreate(ctx, obj, opts...); err != nil {
+		return err
+	}
+	k.apply(obj)
+	return nil
+}
+
+// Update updates obj in the fake client, and records it when that succeeds.
+func (k *Kube) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	if err := k.Client.Update(ctx, obj, opts...); err != nil {
+		return err
+	}
+	k.apply(obj)
+	return nil
 }
 
 func (k *Kube) apply(obj client.Object) {

@@ -64,6 +64,7 @@ func TestConnect(t *testing.T) {
 				record:   event.NewNopRecorder(),
 			}
 			mg := newCluster()
+			mg.SetUID("uid-ci") // the name of its ProviderConfigUsage
 			mg.SetProviderConfigReference(&xpv2.Reference{Name: "default"})
 			explicitName("ci-key")(mg)
 			forWidget(widgetName)(mg)
