@@ -34,11 +34,7 @@ const (
 func adoptWidgets(req *fnv1.RunFunctionRequest, log logging.Logger) *fnv1.RunFunctionResponse {
 	rsp := response.To(req, response.DefaultTTL)
 	in := &v1beta1.AdoptWidgets{}
-	if err := request.GetInput(req, in); err != nil {
-		response.Fatal(rsp, errors.Wrap(err, "cannot read the AdoptWidgets input"))
-		return rsp
-	}
-	if err := validateAdoptWidgets(in); err != nil {
+	if err := readInput(req, in, validateAdoptWidgets); err != nil {
 		response.Fatal(rsp, err)
 		return rsp
 	}
@@ -211,9 +207,7 @@ func validateAdoptWidgets(in *v1beta1.AdoptWidgets) error {
 			errs = append(errs, fmt.Sprintf("labels %s=%s is not a valid label", k, v))
 		}
 	}
-	if m := in.MaxWidgets; m != nil && (*m < 1 || *m > v1beta1.MaxWidgets) {
-		errs = append(errs, fmt.Sprintf("maxWidgets %d must be from 1 to %d", *m, v1beta1.MaxWidgets))
-	}
+	errs = append(errs, boundErrors("maxWidgets", in.MaxWidgets, v1beta1.MaxWidgets)...)
 	if len(errs) > 0 {
 		slices.Sort(errs)
 		return errors.Errorf("invalid AdoptWidgets input: %s", strings.Join(errs, "; "))

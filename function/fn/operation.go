@@ -14,6 +14,7 @@ import (
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/response"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/widgetco/crossplane-widget/function/input/v1beta1"
@@ -55,11 +56,7 @@ func isOperation(req *fnv1.RunFunctionRequest) bool {
 func rotateKeys(req *fnv1.RunFunctionRequest, now time.Time, log logging.Logger) *fnv1.RunFunctionResponse {
 	rsp := response.To(req, response.DefaultTTL)
 	in := &v1beta1.RotateKeys{}
-	if err := request.GetInput(req, in); err != nil {
-		response.Fatal(rsp, errors.Wrap(err, "cannot read the RotateKeys input"))
-		return rsp
-	}
-	if err := validateRotateKeys(in); err != nil {
+	if err := readInput(req, in, validateRotateKeys); err != nil {
 		response.Fatal(rsp, err)
 		return rsp
 	}
@@ -134,9 +131,7 @@ func rotateKeys(req *fnv1.RunFunctionRequest, now time.Time, log logging.Logger)
 // validateRotateKeys checks the input's fields a user may get wrong.
 func validateRotateKeys(in *v1beta1.RotateKeys) error {
 	errs := targetErrors(in.Target)
-	if m := in.MaxTargets; m != nil && (*m < 1 || *m > v1beta1.MaxTargets) {
-		errs = append(errs, fmt.Sprintf("maxTargets %d must be from 1 to %d", *m, v1beta1.MaxTargets))
-	}
+	errs = append(errs, boundErrors("maxTargets", in.MaxTargets, v1beta1.MaxTargets)...)
 	if len(errs) > 0 {
 		slices.Sort(errs)
 		return errors.Errorf("invalid RotateKeys input: %s", strings.Join(errs, "; "))
@@ -144,13 +139,22 @@ func validateRotateKeys(in *v1beta1.RotateKeys) error {
 	return nil
 }
 
-// validateTarget checks a target's fields.
-func validateTarget(t v1beta1.RotationTarget) error {
-	if errs := targetErrors(t); len(errs) > 0 {
-		slices.Sort(errs)
-		return errors.New(strings.Join(errs, "; "))
+// readInput reads an operation step's input into in and checks it with
+// validate. Either error is for the step's fatal result.
+func readInput[T runtime.Object](req *fnv1.RunFunctionRequest, in T, validate func(T) error) error {
+	if err := request.GetInput(req, in); err != nil {
+		return errors.Wrapf(err, "cannot read the %s input", req.GetInput().GetFields()["kind"].GetStringValue())
 	}
-	return nil
+	return validate(in)
+}
+
+// boundErrors says what is wrong with an optional bound m of an input:
+// nothing when unset or from 1 to most.
+func boundErrors(field string, m *int32, most int32) []string {
+	if m == nil || *m >= 1 && *m <= most {
+		return nil
+	}
+	return []string{fmt.Sprintf("%s %d must be from 1 to %d", field, *m, most)}
 }
 
 // targetErrors are what is wrong with a target, for people.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/crossplane/function-sdk-go/errors"
@@ -43,16 +44,8 @@ type finding struct {
 func widgetReport(req *fnv1.RunFunctionRequest, now time.Time, log logging.Logger) *fnv1.RunFunctionResponse {
 	rsp := response.To(req, response.DefaultTTL)
 	in := &v1beta1.WidgetReport{}
-	if err := request.GetInput(req, in); err != nil {
-		response.Fatal(rsp, errors.Wrap(err, "cannot read the WidgetReport input"))
-		return rsp
-	}
-	if err := validateTarget(in.Target); err != nil {
-		response.Fatal(rsp, errors.Wrap(err, "invalid WidgetReport input"))
-		return rsp
-	}
-	if m := in.MaxEntries; m != nil && (*m < 1 || *m > v1beta1.MaxEntries) {
-		response.Fatal(rsp, errors.Errorf("invalid WidgetReport input: maxEntries %d must be from 1 to %d", *m, v1beta1.MaxEntries))
+	if err := readInput(req, in, validateWidgetReport); err != nil {
+		response.Fatal(rsp, err)
 		return rsp
 	}
 	invSel := &fnv1.ResourceSelector{
@@ -124,6 +117,16 @@ func widgetReport(req *fnv1.RunFunctionRequest, now time.Time, log logging.Logge
 	response.Normalf(rsp, "Reported on %d %s objects: %d Ready, %d findings; %d unowned widgets in %d WidgetInventories", len(targets), in.Target.Kind, ready, len(found), unowned, len(inventories))
 	log.Info("Reported", "objects", len(targets), "findings", len(found))
 	return rsp
+}
+
+// validateWidgetReport checks the input's fields a user may get wrong.
+func validateWidgetReport(in *v1beta1.WidgetReport) error {
+	errs := append(targetErrors(in.Target), boundErrors("maxEntries", in.MaxEntries, v1beta1.MaxEntries)...)
+	if len(errs) > 0 {
+		slices.Sort(errs)
+		return errors.Errorf("invalid WidgetReport input: %s", strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // findings are what a report says about one object u: that it is not
