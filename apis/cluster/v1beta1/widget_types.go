@@ -36,6 +36,11 @@ type WidgetStatus struct {
 	// AtProvider is the widget as the Widget API last reported it.
 	// +optional
 	AtProvider commonv1beta1.WidgetObservation `json:"atProvider,omitempty"`
+
+	// Drift is what the provider restored of the widget when it was changed
+	// outside Crossplane; unset until it first was.
+	// +optional
+	Drift *commonv1beta1.DriftRepairs `json:"drift,omitempty"`
 }
 
 // A Widget is a widget in the Widget API, managed by Crossplane. This is the
@@ -103,6 +108,16 @@ func (mg *Widget) GetWidgetObservation() *commonv1beta1.WidgetObservation {
 // SetWidgetObservation replaces the Widget's status.atProvider.
 func (mg *Widget) SetWidgetObservation(o commonv1beta1.WidgetObservation) {
 	mg.Status.AtProvider = o
+}
+
+// GetDriftRepairs returns the Widget's status.drift, or nil.
+func (mg *Widget) GetDriftRepairs() *commonv1beta1.DriftRepairs {
+	return mg.Status.Drift
+}
+
+// SetDriftRepairs replaces the Widget's status.drift.
+func (mg *Widget) SetDriftRepairs(d *commonv1beta1.DriftRepairs) {
+	mg.Status.Drift = d
 }
 
 func init() {

@@ -129,3 +129,19 @@ type WidgetObservation struct {
 	// +optional
 	UpdatedAt *metav1.Time `json:"updatedAt,omitempty"`
 }
+
+// DriftRepairs records what the provider restored of a widget that was
+// changed outside Crossplane. Served in v1alpha1 as in v1beta1, so that a
+// Widget read or written at v1alpha1 keeps it.
+type DriftRepairs struct {
+	// Count of repairs since the resource was created or restored.
+	Count int64 `json:"count"`
+
+	// LastAt is when the provider last restored the widget.
+	LastAt metav1.Time `json:"lastAt"`
+
+	// LastChange is what the last repair restored, as the field, the value
+	// found and the value of the spec (at most 256 characters).
+	// +optional
+	LastChange string `json:"lastChange,omitempty"`
+}

@@ -32,6 +32,13 @@ type WidgetResource interface {
 
 	// SetWidgetObservation replaces the observed state of the widget.
 	SetWidgetObservation(o WidgetObservation)
+
+	// GetDriftRepairs returns the record of the widget's drift repairs, or
+	// nil when there was none.
+	GetDriftRepairs() *DriftRepairs
+
+	// SetDriftRepairs replaces the record of the widget's drift repairs.
+	SetDriftRepairs(d *DriftRepairs)
 }
 
 // A WidgetKeyResource is a WidgetKey managed resource of either scope. The

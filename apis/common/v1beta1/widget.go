@@ -160,3 +160,21 @@ type WidgetObservation struct {
 	// +optional
 	UpdatedAt *metav1.Time `json:"updatedAt,omitempty"`
 }
+
+// MaxDriftChangeLength bounds DriftRepairs.LastChange, in characters.
+const MaxDriftChangeLength = 256
+
+// DriftRepairs records what the provider restored of a widget that was
+// changed outside Crossplane.
+type DriftRepairs struct {
+	// Count of repairs since the resource was created or restored.
+	Count int64 `json:"count"`
+
+	// LastAt is when the provider last restored the widget.
+	LastAt metav1.Time `json:"lastAt"`
+
+	// LastChange is what the last repair restored, as the field, the value
+	// found and the value of the spec (at most 256 characters).
+	// +optional
+	LastChange string `json:"lastChange,omitempty"`
+}

@@ -29,6 +29,11 @@ type WidgetStatus struct {
 	// AtProvider is the widget as the Widget API last reported it.
 	// +optional
 	AtProvider commonv1alpha1.WidgetObservation `json:"atProvider,omitempty"`
+
+	// Drift is what the provider restored of the widget when it was changed
+	// outside Crossplane; unset until it first was.
+	// +optional
+	Drift *commonv1alpha1.DriftRepairs `json:"drift,omitempty"`
 }
 
 // A Widget is a widget in the Widget API, managed by Crossplane. The widget's

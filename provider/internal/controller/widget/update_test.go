@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
@@ -49,7 +50,10 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 		ready   xpv2.Condition
 		// details are the change log entry's additional details.
 		details managed.AdditionalDetails
+		// drift is status.drift afterwards.
+		drift *commonv1beta1.DriftRepairs
 	}
+	now := time.Date(2026, 11, 29, 17, 0, 0, 0, time.UTC)
 	large := with(full, func(p *commonv1beta1.WidgetParameters) { p.Size = ptr.To("large") })
 	resizing := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: ReasonResizing, Message: "The Widget API is resizing the widget to large"}
 	cases := map[string]struct {
@@ -65,7 +69,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 		want    want
 	}{
 		"DriftRepaired": {
-			reason: "A widget changed behind our back is restored, with an event saying what changed and a drift metric.",
+			reason: "A widget changed behind our back is restored, with an event saying what changed, a drift metric and a record in status.drift.",
 			seed:   fullSeed(ownerPlaceholder),
 			mods:   []mod{defaultName(), withSpec(large), synced()},
 			want: want{
@@ -74,6 +78,22 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 				updates: map[string]float64{"drift": 1},
 				details: managed.AdditionalDetails{"cause": "drift", "diff": `size: want "large", have "small"`},
 				ready:   resizing,
+				drift:   &commonv1beta1.DriftRepairs{Count: 1, LastAt: metav1.NewTime(now), LastChange: `size: want "large", have "small"`},
+			},
+		},
+		"DriftRepairedAgain": {
+			reason: "Each repair counts: the record's count grows and it says when and what the last repair restored.",
+			seed:   fullSeed(ownerPlaceholder),
+			mods: []mod{defaultName(), withSpec(large), synced(), func(mg commonv1beta1.WidgetResource) {
+				mg.SetDriftRepairs(&commonv1beta1.DriftRepairs{Count: 4, LastAt: metav1.NewTime(now.Add(-time.Hour)), LastChange: "description: want \"a\", have \"b\""})
+			}},
+			want: want{
+				widget:  widget{Size: "large", Region: "us-east-1", Description: "web tier", Labels: map[string]string{"team": "a", ownership.OwnerLabel: ownerPlaceholder}},
+				events:  []event.Event{event.Normal(ReasonDriftRepaired, `Widget was changed outside Crossplane; restored it: size: want "large", have "small"`)},
+				updates: map[string]float64{"drift": 1},
+				details: managed.AdditionalDetails{"cause": "drift", "diff": `size: want "large", have "small"`},
+				ready:   resizing,
+				drift:   &commonv1beta1.DriftRepairs{Count: 5, LastAt: metav1.NewTime(now), LastChange: `size: want "large", have "small"`},
 			},
 		},
 		"SpecChanged": {
@@ -123,6 +143,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 				updates: map[string]float64{"drift": 1},
 				details: managed.AdditionalDetails{"cause": "drift", "diff": "ownership labels: want {markers}, have {}"},
 				ready:   xpv2.Available(),
+				drift:   &commonv1beta1.DriftRepairs{Count: 1, LastAt: metav1.NewTime(now), LastChange: "ownership labels: want {markers}, have {}"},
 			},
 		},
 		"UnspecifiedLabelsKept": {
@@ -137,6 +158,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 				updates: map[string]float64{"drift": 1},
 				details: managed.AdditionalDetails{"cause": "drift", "diff": `size: want "large", have "small"`},
 				ready:   resizing,
+				drift:   &commonv1beta1.DriftRepairs{Count: 1, LastAt: metav1.NewTime(now), LastChange: `size: want "large", have "small"`},
 			},
 		},
 		"InitProviderNotApplied": {
@@ -220,7 +242,7 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			rec := &fakes.Recorder{}
 			met := metrics.New()
 			// One external client observes, then updates, as in a reconcile.
-			e := &external[T]{api: api, record: rec, metrics: met, kind: "Widget"}
+			e := &external[T]{api: api, record: rec, metrics: met, kind: "Widget", now: func() time.Time { return now }}
 			if _, err := e.Observe(t.Context(), mg); err != nil {
 				t.Fatalf("%s\nObserve(...) before Update: %v", tc.reason, err)
 			}
@@ -288,6 +310,12 @@ func testUpdate[T commonv1beta1.WidgetResource](t *testing.T, newMG func() T) {
 			}
 			if diff := cmp.Diff(tc.want.ready, mg.GetCondition(xpv2.TypeReady), ignoreTransitionTime); diff != "" {
 				t.Errorf("%s\nReady condition: -want, +got:\n%s", tc.reason, diff)
+			}
+			if tc.want.drift != nil {
+				tc.want.drift.LastChange = fill(tc.want.drift.LastChange, owner)
+			}
+			if diff := cmp.Diff(tc.want.drift, mg.GetDriftRepairs()); diff != "" {
+				t.Errorf("%s\nstatus.drift: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

@@ -410,6 +410,7 @@ func (e *external[T]) Update(ctx context.Context, mg T) (managed.ExternalUpdate,
 	e.metrics.Updates.WithLabelValues(e.kind, cause).Inc()
 	switch cause {
 	case "drift":
+		recordDrift(mg, e.clock(), before.String())
 		e.record.Event(mg, event.Normal(ReasonDriftRepaired, "Widget was changed outside Crossplane; restored it: "+before.String()))
 	case "adopt":
 		e.record.Event(mg, event.Normal(ReasonAdopted, "Adopted widget "+name+"; it is now managed by this resource"))
