@@ -61,6 +61,9 @@ type widgetObservation struct {
 	ready        xpv2.Condition
 	synced       xpv2.Condition
 	atProvider   commonv1beta1.WidgetObservation
+	// drift is the provider's record of the widget's drift repairs, or
+	// nil.
+	drift *commonv1beta1.DriftRepairs
 
 	// region is the region the widget has or is being created in: once
 	// set, it cannot change.
@@ -117,6 +120,9 @@ func observeWidget(ctx context.Context, o observedResources) widgetObservation {
 	// A status the function cannot read is treated as no status yet: the
 	// widget is then not ready, and the next observation may succeed.
 	_ = r.GetValueInto("status.atProvider", &w.atProvider)
+	if d := (commonv1beta1.DriftRepairs{}); r.GetValueInto("status.drift", &d) == nil && d.Count > 0 {
+		w.drift = &d
+	}
 	w.region, _ = r.GetString("spec.initProvider.region")
 	if w.region == "" {
 		// A Widget observed at v1alpha1, as one composed before the

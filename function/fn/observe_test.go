@@ -3,12 +3,14 @@ package fn
 import (
 	"context"
 	"testing"
+	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 )
@@ -86,6 +88,35 @@ func TestObserveWidget(t *testing.T) {
 				ready:        xpv2.Condition{Type: "Ready", Status: corev1.ConditionUnknown},
 				synced:       xpv2.Condition{Type: "Synced", Status: corev1.ConditionTrue, Reason: "ReconcileSuccess"},
 				region:       "eu-west-1",
+			},
+		},
+		"Drift": {
+			reason: "The provider's record of its drift repairs should be read; an unreadable one is no record.",
+			o: observedResources{"widget": observed(nsWidget(
+				set("status.drift", map[string]any{"count": int64(2), "lastAt": "2026-11-29T17:00:00Z", "lastChange": "size"}),
+			), nil)},
+			want: widgetObservation{
+				exists:       true,
+				name:         "web-8k2mz",
+				externalName: "team-a-web-8k2mz",
+				ready:        xpv2.Condition{Type: "Ready", Status: corev1.ConditionFalse, Reason: "Creating"},
+				synced:       xpv2.Condition{Type: "Synced", Status: corev1.ConditionTrue, Reason: "ReconcileSuccess"},
+				atProvider:   commonv1beta1.WidgetObservation{ID: "w-7f3c9a", State: "Provisioning", Size: "medium", Region: "us-east-1", Generation: 1},
+				drift:        &commonv1beta1.DriftRepairs{Count: 2, LastAt: metav1.NewTime(time.Date(2026, 11, 29, 17, 0, 0, 0, time.UTC)), LastChange: "size"},
+				region:       "us-east-1",
+			},
+		},
+		"UnreadableDrift": {
+			reason: "A drift record the function cannot read is no record.",
+			o:      observedResources{"widget": observed(nsWidget(set("status.drift", "garbage")), nil)},
+			want: widgetObservation{
+				exists:       true,
+				name:         "web-8k2mz",
+				externalName: "team-a-web-8k2mz",
+				ready:        xpv2.Condition{Type: "Ready", Status: corev1.ConditionFalse, Reason: "Creating"},
+				synced:       xpv2.Condition{Type: "Synced", Status: corev1.ConditionTrue, Reason: "ReconcileSuccess"},
+				atProvider:   commonv1beta1.WidgetObservation{ID: "w-7f3c9a", State: "Provisioning", Size: "medium", Region: "us-east-1", Generation: 1},
+				region:       "us-east-1",
 			},
 		},
 		"UnreadableStatus": {

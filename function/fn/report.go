@@ -23,14 +23,18 @@ import (
 // A WidgetReport operation step (see operation.go) reports, in the
 // Operation's output, on the XWidgets or claims a selector matches: what is
 // not Ready, what the policy or a quota refuses, which key rotations are
-// overdue, and how many widgets the namespaces' WidgetInventories found
+// overdue, which widgets the provider restored lately after a change made
+// outside Crossplane, and how many widgets the namespaces' WidgetInventories found
 // unowned. It changes nothing.
 
 // reqInventories names the WidgetInventories among the required resources.
 const reqInventories = "widget-report-inventories"
 
-// defaultOverdueAfter is WidgetReport's overdueAfter when unset.
-const defaultOverdueAfter = time.Hour
+// WidgetReport's overdueAfter and driftWithin when unset.
+const (
+	defaultOverdueAfter = time.Hour
+	defaultDriftWithin  = 24 * time.Hour
+)
 
 // A finding is one thing a report says about one object.
 type finding struct {
@@ -69,14 +73,17 @@ func widgetReport(req *fnv1.RunFunctionRequest, now time.Time, log logging.Logge
 	if !okTargets || !okInv {
 		return rsp
 	}
-	overdue := defaultOverdueAfter
+	w := window{overdue: defaultOverdueAfter, drift: defaultDriftWithin}
 	if in.OverdueAfter != nil {
-		overdue = in.OverdueAfter.Duration
+		w.overdue = in.OverdueAfter.Duration
+	}
+	if in.DriftWithin != nil {
+		w.drift = in.DriftWithin.Duration
 	}
 	var found []finding
 	ready := 0
 	for _, t := range targets {
-		f := findings(t.Resource, now, overdue)
+		f := findings(t.Resource, now, w)
 		if len(f) == 0 || f[0].Condition != "Ready" {
 			ready++
 		}
@@ -129,15 +136,24 @@ func validateWidgetReport(in *v1beta1.WidgetReport) error {
 	return nil
 }
 
+// A window says how far back a report looks.
+type window struct {
+	// overdue: how long after it was due a rotation counts as overdue.
+	overdue time.Duration
+	// drift: how recent a drift repair must be to be reported.
+	drift time.Duration
+}
+
 // findings are what a report says about one object u: that it is not
 // Ready, that its PolicyCompliant condition is False, that its next key
-// rotation is overdue by more than overdue.
-func findings(u *unstructured.Unstructured, now time.Time, overdue time.Duration) []finding {
+// rotation is overdue by more than w.overdue, that the provider restored
+// its widget within w.drift.
+func findings(u *unstructured.Unstructured, now time.Time, w window) []finding {
 	id := u.GetName()
 	if ns := u.GetNamespace(); ns != "" {
 		id = ns + "/" + id
 	}
-	out := make([]finding, 0, 3)
+	out := make([]finding, 0, 4)
 	for _, ct := range []string{"Ready", "PolicyCompliant"} {
 		status, reason, msg := conditionOf(u, ct)
 		if status == "True" || ct == "PolicyCompliant" && status == "" {
@@ -149,8 +165,18 @@ func findings(u *unstructured.Unstructured, now time.Time, overdue time.Duration
 		out = append(out, finding{Object: id, Condition: ct, Reason: reason, Message: shortMessage(msg)})
 	}
 	next, _, _ := unstructured.NestedString(u.Object, "status", "rotation", "nextRotationAt")
-	if t, err := time.Parse(time.RFC3339, next); err == nil && now.Sub(t) > overdue {
+	if t, err := time.Parse(time.RFC3339, next); err == nil && now.Sub(t) > w.overdue {
 		out = append(out, finding{Object: id, Condition: "Rotation", Reason: "Overdue", Message: fmt.Sprintf("the next rotation was due at %s, %s ago", next, now.Sub(t).Round(time.Minute))})
+	}
+	last, _, _ := unstructured.NestedString(u.Object, "status", "drift", "lastRepairAt")
+	if t, err := time.Parse(time.RFC3339, last); err == nil && now.Sub(t) <= w.drift {
+		repairs, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "drift", "repairs")
+		change, _, _ := unstructured.NestedString(u.Object, "status", "drift", "lastChange")
+		msg := fmt.Sprintf("the widget was changed outside Crossplane and restored at %s (%d repairs in all)", last, number(repairs))
+		if change != "" {
+			msg += ": " + change
+		}
+		out = append(out, finding{Object: id, Condition: "Drift", Reason: "Repaired", Message: shortMessage(msg)})
 	}
 	return out
 }
@@ -190,19 +216,24 @@ func inventoryCounts(inventories []resource.Required, limit int) (int64, []any) 
 	})
 	for _, r := range inventories {
 		u := r.Resource
-		// Numbers from a protobuf Struct are float64.
 		v, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "atProvider", "unowned")
-		var n int64
-		switch x := v.(type) {
-		case float64:
-			n = int64(x)
-		case int64:
-			n = x
-		}
+		n := number(v)
 		total += n
 		if len(listed) < limit {
 			listed = append(listed, map[string]any{"inventory": u.GetNamespace() + "/" + u.GetName(), "unowned": n})
 		}
 	}
 	return total, listed
+}
+
+// number is v as an integer: numbers from a protobuf Struct are float64.
+// Anything else is 0.
+func number(v any) int64 {
+	switch x := v.(type) {
+	case float64:
+		return int64(x)
+	case int64:
+		return x
+	}
+	return 0
 }

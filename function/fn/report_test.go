@@ -1,6 +1,7 @@
 package fn
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,8 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func reportInput(extra string) *fnv1.RunFunctionRequest {
@@ -29,6 +32,8 @@ func TestWidgetReport(t *testing.T) {
 		xrWith("c-quota", `{"conditions": [{"type": "Ready", "status": "False", "reason": "ReconcileError"}, {"type": "PolicyCompliant", "status": "False", "reason": "QuotaExceeded", "message": "`+long+`"}]}`),
 		xrWith("d-overdue", `{"conditions": [{"type": "Ready", "status": "True", "reason": "Available"}], "rotation": {"nextRotationAt": "2026-11-29T09:00:00Z"}}`),
 		xrWith("e-due-soon", `{"conditions": [{"type": "Ready", "status": "True", "reason": "Available"}], "rotation": {"nextRotationAt": "2026-11-29T11:30:00Z"}}`),
+		xrWith("f-drifted", `{"conditions": [{"type": "Ready", "status": "True", "reason": "Available"}], "drift": {"repairs": 2, "lastRepairAt": "2026-11-29T10:00:00Z", "lastChange": "size: want \"large\", have \"small\""}}`),
+		xrWith("g-drifted-long-ago", `{"conditions": [{"type": "Ready", "status": "True", "reason": "Available"}], "drift": {"repairs": 1, "lastRepairAt": "2026-11-26T10:00:00Z"}}`),
 	}}
 	inventories := &fnv1.Resources{Items: []*fnv1.Resource{
 		{Resource: resource.MustStructJSON(`{"apiVersion": "widget.m.widgetco.io/v1beta1", "kind": "WidgetInventory", "metadata": {"namespace": "team-a", "name": "b"}, "status": {"atProvider": {"unowned": 2}}}`)},
@@ -48,9 +53,9 @@ func TestWidgetReport(t *testing.T) {
 	rsp := widgetReport(req, now, logging.NewNopLogger())
 	out := rsp.GetOutput().AsMap()
 	want := map[string]any{
-		"kind": "XWidget", "objects": float64(5), "ready": float64(3),
-		"counts":          map[string]any{"Ready/Creating": float64(1), "Ready/ReconcileError": float64(1), "PolicyCompliant/QuotaExceeded": float64(1), "Rotation/Overdue": float64(1)},
-		"findingsOmitted": float64(1),
+		"kind": "XWidget", "objects": float64(7), "ready": float64(5),
+		"counts":          map[string]any{"Ready/Creating": float64(1), "Ready/ReconcileError": float64(1), "PolicyCompliant/QuotaExceeded": float64(1), "Rotation/Overdue": float64(1), "Drift/Repaired": float64(1)},
+		"findingsOmitted": float64(2),
 		"unownedWidgets":  float64(5),
 		"inventories":     []any{map[string]any{"inventory": "team-a/a", "unowned": float64(3)}, map[string]any{"inventory": "team-a/b", "unowned": float64(2)}},
 	}
@@ -72,12 +77,58 @@ func TestWidgetReport(t *testing.T) {
 			t.Errorf("a finding quotes %d bytes of a message, want at most 259", len(m))
 		}
 	}
-	if got := rsp.GetResults()[0].GetMessage(); got != "Reported on 5 XWidget objects: 3 Ready, 4 findings; 5 unowned widgets in 2 WidgetInventories" {
+	if got := rsp.GetResults()[0].GetMessage(); got != "Reported on 7 XWidget objects: 5 Ready, 5 findings; 5 unowned widgets in 2 WidgetInventories" {
 		t.Errorf("result: %q", got)
 	}
 
 	bad := reportInput(`, "maxEntries": 9999`)
 	if r := widgetReport(bad, now, logging.NewNopLogger()); r.GetResults()[0].GetSeverity() != fnv1.Severity_SEVERITY_FATAL {
 		t.Errorf("maxEntries 9999 was accepted: %v", r.GetResults())
+	}
+}
+
+func TestFindingsDrift(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	ready := `"conditions": [{"type": "Ready", "status": "True", "reason": "Available"}]`
+	cases := map[string]struct {
+		reason string
+		status string
+		within time.Duration
+		want   []finding
+	}{
+		"Recent": {
+			reason: "A repair within the window is reported with when, how often and what it restored.",
+			status: `{` + ready + `, "drift": {"repairs": 3, "lastRepairAt": "2026-11-29T11:00:00Z", "lastChange": "description: want \"a\", have \"b\""}}`,
+			within: 24 * time.Hour,
+			want: []finding{{Object: "team-a/x", Condition: "Drift", Reason: "Repaired",
+				Message: `the widget was changed outside Crossplane and restored at 2026-11-29T11:00:00Z (3 repairs in all): description: want "a", have "b"`}},
+		},
+		"Old": {
+			reason: "A repair before the window is not reported.",
+			status: `{` + ready + `, "drift": {"repairs": 3, "lastRepairAt": "2026-11-29T10:59:59Z"}}`,
+			within: time.Hour,
+		},
+		"Unreadable": {
+			reason: "A repair time that is not a time is no finding.",
+			status: `{` + ready + `, "drift": {"repairs": 3, "lastRepairAt": "yesterday"}}`,
+			within: 24 * time.Hour,
+		},
+		"None": {
+			reason: "An XR without a drift record has no drift finding.",
+			status: `{` + ready + `}`,
+			within: 24 * time.Hour,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			u := &unstructured.Unstructured{}
+			if err := json.Unmarshal([]byte(`{"metadata": {"namespace": "team-a", "name": "x"}, "status": `+tc.status+`}`), &u.Object); err != nil {
+				t.Fatal(err)
+			}
+			got := findings(u, now, window{overdue: time.Hour, drift: tc.within})
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nfindings(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package fn
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/crossplane/function-sdk-go/errors"
 	"github.com/crossplane/function-sdk-go/resource"
@@ -17,12 +18,15 @@ const (
 	statusRegion               = "status.region"
 	statusKeysReady            = "status.keysReady"
 	statusConnectionSecretName = "status.connectionSecretName"
+	statusDrift                = "status.drift"
 )
 
 // setStatus writes what the app team needs to know about its widget to the
 // desired XR's status: the widget's endpoint, state, name in the Widget API
 // and region, how many access keys are ready, and, for a namespaced XR, the
-// name of the connection Secret.
+// name of the connection Secret; and, once the provider has restored the
+// widget after a change made outside Crossplane, how often, when last and
+// what it restored.
 func setStatus(xr *resource.Composite, x xwidget, s settings, obs observation) error {
 	type field struct{ path, value string }
 	fields := []field{
@@ -41,6 +45,15 @@ func setStatus(xr *resource.Composite, x xwidget, s settings, obs observation) e
 		}
 		if err := xr.Resource.SetString(f.path, f.value); err != nil {
 			return errors.Wrapf(err, "cannot set %s", f.path)
+		}
+	}
+	if d := obs.widget.drift; d != nil {
+		drift := map[string]any{"repairs": d.Count, "lastRepairAt": d.LastAt.UTC().Format(time.RFC3339)}
+		if d.LastChange != "" {
+			drift["lastChange"] = d.LastChange
+		}
+		if err := xr.Resource.SetValue(statusDrift, drift); err != nil {
+			return errors.Wrapf(err, "cannot set %s", statusDrift)
 		}
 	}
 	return nil

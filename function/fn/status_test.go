@@ -2,10 +2,12 @@ package fn
 
 import (
 	"testing"
+	"time"
 
 	"github.com/crossplane/function-sdk-go/resource"
 	"github.com/crossplane/function-sdk-go/resource/composite"
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	commonv1beta1 "github.com/widgetco/crossplane-widget/apis/common/v1beta1"
 )
@@ -37,6 +39,19 @@ func TestSetStatus(t *testing.T) {
 			want: map[string]any{"status": map[string]any{
 				"endpoint": "https://w", "widgetState": "Ready", "externalName": "team-a-web", "region": "us-east-1",
 				"keysReady": "1/2", "connectionSecretName": "web-connection",
+			}},
+		},
+		"Drift": {
+			reason: "Once the provider restored the widget, the XR says how often, when last and what: the app team sees changes made behind its back.",
+			x:      xwidget{flavour: FlavourLegacy},
+			obs: func() observation {
+				o := ready
+				o.widget.drift = &commonv1beta1.DriftRepairs{Count: 3, LastAt: metav1.NewTime(time.Date(2026, 11, 29, 18, 0, 0, 0, time.FixedZone("CET", 3600))), LastChange: `size: want "large", have "small"`}
+				return o
+			}(),
+			want: map[string]any{"status": map[string]any{
+				"endpoint": "https://w", "widgetState": "Ready", "externalName": "team-a-web", "region": "us-east-1", "keysReady": "1/2",
+				"drift": map[string]any{"repairs": int64(3), "lastRepairAt": "2026-11-29T17:00:00Z", "lastChange": `size: want "large", have "small"`},
 			}},
 		},
 		"Legacy": {

@@ -23,8 +23,9 @@ const (
 // WidgetReport writes, from an Operation (a CronOperation, say, every
 // week), a report of the XWidgets or claims that target selects into the
 // Operation's output: those that are not Ready, those the platform's policy
-// or a namespace quota refuses, and those whose key rotation is overdue;
-// and, from the WidgetInventories of target's namespace (or of every
+// or a namespace quota refuses, those whose key rotation is overdue, and
+// those whose widget the provider restored lately after a change made
+// outside Crossplane (drift); and, from the WidgetInventories of target's namespace (or of every
 // namespace), how many widgets no resource manages. It changes nothing.
 //
 // +kubebuilder:object:root=true
@@ -40,6 +41,11 @@ type WidgetReport struct {
 	// rotation that has not happened counts as overdue. Defaults to 1h.
 	// +optional
 	OverdueAfter *metav1.Duration `json:"overdueAfter,omitempty"`
+
+	// DriftWithin is how recent the provider's last repair of a widget
+	// changed outside Crossplane must be to be reported. Defaults to 24h.
+	// +optional
+	DriftWithin *metav1.Duration `json:"driftWithin,omitempty"`
 
 	// MaxEntries is the most findings the report lists; the counts hold
 	// them all. Defaults to 100; at most 500.

@@ -374,6 +374,11 @@ func (in *WidgetReport) DeepCopyInto(out *WidgetReport) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.DriftWithin != nil {
+		in, out := &in.DriftWithin, &out.DriftWithin
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.MaxEntries != nil {
 		in, out := &in.MaxEntries, &out.MaxEntries
 		*out = new(int32)
