@@ -33,7 +33,7 @@ type CLI struct {
 	Address            string `default:":9443"            help:"Address at which to listen for gRPC connections."`
 	TLSCertsDir        string `env:"TLS_SERVER_CERTS_DIR" help:"Directory containing the server certificate (tls.key, tls.crt) and the CA used to verify client certificates (ca.crt)."`
 	Insecure           bool   `help:"Serve gRPC without mTLS, for crossplane render and tests. --tls-certs-dir is then ignored."`
-	MaxRecvMessageSize int    `default:"4"                help:"Maximum size of received messages in MB."`
+	MaxRecvMessageSize int    `default:"16"               help:"Maximum size of received messages in MiB. An Operation step receives every object its target selects (about 5.6 KiB per XWidget): 16 admits its default maxTargets, 1,000, with room to spare."`
 	MetricsAddress     string `default:":8080"            help:"Address at which to serve Prometheus metrics at /metrics. Empty disables metrics."`
 	HealthProbeAddress string `default:":8081"            help:"Address at which to serve /healthz and /readyz over HTTP for liveness and readiness probes. Empty disables them."`
 

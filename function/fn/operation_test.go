@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -271,6 +272,56 @@ func BenchmarkRotateKeys(b *testing.B) {
 				size = proto.Size(rsp)
 			}
 			b.ReportMetric(float64(size), "response-bytes")
+		})
+	}
+}
+
+// BenchmarkRotateKeysRequest runs RotateKeys on requests as core sends them
+// to the gRPC server: n copies of an XWidget read from a cluster (with its
+// managedFields and status; testdata/xwidget-from-core.json), unmarshalled
+// from the wire first. request-bytes is what --max-recv-message-size must
+// admit; live-bytes is the heap the request and the response hold at the
+// end of the call.
+func BenchmarkRotateKeysRequest(b *testing.B) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "xwidget-from-core.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{1000, 5000} {
+		b.Run(fmt.Sprintf("targets=%d", n), func(b *testing.B) {
+			items := make([]*fnv1.Resource, n)
+			for i := range items {
+				// The copies keep their labels and namespace: the
+				// selector matches them all.
+				items[i] = &fnv1.Resource{Resource: resource.MustStructJSON(strings.Replace(string(raw), `"name":"x-00007"`, fmt.Sprintf(`"name":"x-%05d"`, i), 1))}
+			}
+			in := `{"apiVersion": "fn.widgetco.io/v1beta1", "kind": "RotateKeys", "target": {"apiVersion": "platform.widgetco.io/v1alpha1", "kind": "XWidget", "namespace": "bench-op"}, "revokePrevious": true, "maxTargets": 5000}`
+			wire, err := proto.Marshal(&fnv1.RunFunctionRequest{Input: resource.MustStructJSON(in), RequiredResources: map[string]*fnv1.Resources{reqTargets: {Items: items}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var live uint64
+			b.ReportAllocs()
+			for b.Loop() {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				req := &fnv1.RunFunctionRequest{}
+				if err := proto.Unmarshal(wire, req); err != nil {
+					b.Fatal(err)
+				}
+				rsp := rotateKeys(req, time.Now(), logging.NewNopLogger())
+				if len(rsp.GetDesired().GetResources()) != n {
+					b.Fatalf("want %d desired, got %d: %v", n, len(rsp.GetDesired().GetResources()), rsp.GetResults())
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				live = max(live, after.HeapAlloc-min(after.HeapAlloc, before.HeapAlloc))
+				runtime.KeepAlive(req)
+				runtime.KeepAlive(rsp)
+			}
+			b.ReportMetric(float64(len(wire)), "request-bytes")
+			b.ReportMetric(float64(live), "live-bytes")
 		})
 	}
 }
