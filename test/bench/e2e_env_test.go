@@ -53,6 +53,19 @@ func startE2E(t *testing.T, b *bench, providerArgs ...string) *e2eEnv {
 	return startE2EWith(t, b, "", providerArgs...)
 }
 
+// An e2eSetup is how a section wants its cluster: what differs from the
+// defaults startE2E uses.
+type e2eSetup struct {
+	// fnPkg is the function-widget package to install instead of the
+	// working tree's, unless "".
+	fnPkg string
+	// coreArgs are core's arguments; nil: WIDGET_BENCH_E2E_CORE_ARGS.
+	coreArgs []string
+	// api are the Widget API server's options beside its tokens.
+	api          server.Options
+	providerArgs []string
+}
+
 // e2eDir holds the bench's cluster, replaced by the next run and kept after
 // one for its logs. Short: containerd's and kubelet's sockets live below it.
 const e2eDir = "/tmp/widget-bench-e2e"
@@ -61,6 +74,17 @@ const e2eDir = "/tmp/widget-bench-e2e"
 // instead of the working tree's, unless fnPkg is "".
 func startE2EWith(t *testing.T, b *bench, fnPkg string, providerArgs ...string) *e2eEnv {
 	t.Helper()
+	return startE2EFor(t, b, e2eSetup{fnPkg: fnPkg, providerArgs: providerArgs})
+}
+
+// startE2EFor starts the cluster set up as s says.
+func startE2EFor(t *testing.T, b *bench, setup e2eSetup) *e2eEnv {
+	t.Helper()
+	fnPkg, providerArgs := setup.fnPkg, setup.providerArgs
+	coreArgs := setup.coreArgs
+	if coreArgs == nil {
+		coreArgs = envArgs("WIDGET_BENCH_E2E_CORE_ARGS")
+	}
 	begin := time.Now()
 	tools, err := cluster.Requirements()
 	if err != nil {
@@ -107,14 +131,16 @@ func startE2EWith(t *testing.T, b *bench, fnPkg string, providerArgs ...string) 
 		}
 	}()
 	if _, err := c.InstallCrossplane(ctx, cluster.Crossplane{
-		Bin: crossplane, Version: "v2.4.2", Args: envArgs("WIDGET_BENCH_E2E_CORE_ARGS"),
+		Bin: crossplane, Version: "v2.4.2", Args: coreArgs,
 		// As the e2e suite: platform.Install creates the provider's
 		// activation policy; core's metrics as a platform scrapes them.
 		Values: []string{"provider.defaultActivations={}", "metrics.enabled=true"},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if env.widgets, err = widgetserver.Start(server.Options{Tokens: map[string]string{e2eToken: "bench"}}, e2eDir, net.JoinHostPort(c.NodeIP(), "0")); err != nil {
+	api := setup.api
+	api.Tokens = map[string]string{e2eToken: "bench"}
+	if env.widgets, err = widgetserver.Start(api, e2eDir, net.JoinHostPort(c.NodeIP(), "0")); err != nil {
 		t.Fatal(err)
 	}
 	err = platform.Install(ctx, c, env.widgets.URL, platform.Options{
