@@ -82,6 +82,29 @@ func TestDriftRepair(t *testing.T) {
 	s.eventually("DriftRepaired event on the Widget", func() error { return s.event(s.ns, mr.GetName(), "DriftRepaired") })
 	s.eventually("widget Ready after the repairs", func() error { return s.widgetState(name, widgetapi.SizeSmall) })
 	s.waitReady(xr)
+
+	// The app team's XWidget says how often and what was restored, and a
+	// platform team's report finds it (docs/operations.md).
+	s.eventually("the repairs on the XWidget's status.drift", func() error {
+		if err := suite.kube.Get(s.ctx, client.ObjectKeyFromObject(xr), xr); err != nil {
+			return err
+		}
+		n, _, _ := unstructured.NestedInt64(xr.Object, "status", "drift", "repairs")
+		change, _, _ := unstructured.NestedString(xr.Object, "status", "drift", "lastChange")
+		if n < driftRounds || !strings.Contains(change, "size") {
+			d, _, _ := unstructured.NestedFieldNoCopy(xr.Object, "status", "drift")
+			return errors.Errorf("status.drift %v; want at least %d repairs, the last restoring the size", d, driftRounds)
+		}
+		return nil
+	})
+	report := s.operation("drift-"+s.ns, map[string]any{
+		"apiVersion": "fn.widgetco.io/v1beta1",
+		"kind":       "WidgetReport",
+		"target":     map[string]any{"apiVersion": xwidgetAPIVersion, "kind": "XWidget", "namespace": s.ns},
+	})
+	if counts, _ := report["counts"].(map[string]any); counts["Drift/Repaired"] != int64(1) {
+		t.Errorf("the report: %v; want one Drift/Repaired finding", report)
+	}
 }
 
 // TestAdoption creates a widget directly in the Widget API and then a Widget
