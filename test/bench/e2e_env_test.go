@@ -109,7 +109,7 @@ func startE2EFor(t *testing.T, b *bench, setup e2eSetup) *e2eEnv {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	// A killed run's containers still hold files in its directory.
-	if err := cluster.ReclaimKilled(ctx, cluster.Options{Tools: tools, Log: log}); err != nil {
+	if _, err := cluster.ReclaimKilled(ctx, cluster.Options{Tools: tools, Log: log}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.RemoveAll(e2eDir); err != nil {

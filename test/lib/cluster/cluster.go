@@ -357,10 +357,11 @@ func (c *Cluster) stop() error {
 }
 
 // ReclaimKilled tears down what a node or cluster whose process was killed
-// left on this machine, as Start does before it starts, and returns. A
-// caller that empties a killed run's directory before starting a cluster in
-// it calls this first: the killed run's containers still hold files there.
-func ReclaimKilled(ctx context.Context, o Options) error {
+// left on this machine, as Start does before it starts, and returns the
+// killed run's record (nil when no run was killed). A caller that empties a
+// killed run's directory before starting a cluster in it calls this first:
+// the killed run's containers still hold files there.
+func ReclaimKilled(ctx context.Context, o Options) (*node.RunRecord, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -368,14 +369,21 @@ func ReclaimKilled(ctx context.Context, o Options) error {
 		o.Log.Info("Waiting for another node on this machine to end", "holder", holder)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer lock.Release()
 	if prev == nil {
-		return nil
+		return nil, nil
 	}
 	c := &Cluster{opts: o, log: o.Log}
-	return c.reclaim(*prev) //nolint:contextcheck // a dead run's leftovers are cleaned up whole, even once ctx ends
+	return prev, c.reclaim(*prev) //nolint:contextcheck // a dead run's leftovers are cleaned up whole, even once ctx ends
+}
+
+// LeftoversOf lists what the killed run r still has on the machine, as
+// Leftovers does for a cluster that stopped: after ReclaimKilled, nothing.
+func LeftoversOf(o Options, r node.RunRecord) []string {
+	c := &Cluster{opts: o}
+	return append(node.RunLeftovers(r), c.proxyLeftovers()...)
 }
 
 // reclaim tears down what a node or cluster whose process was killed left
@@ -403,6 +411,12 @@ func (c *Cluster) Leftovers() []string {
 	if _, err := os.Stat(filepath.Join("/sys/class/net", c.opts.Bridge)); err == nil {
 		out = append(out, "network link "+c.opts.Bridge)
 	}
+	return append(out, c.proxyLeftovers()...)
+}
+
+// proxyLeftovers lists kube-proxy's nftables tables that are still there.
+func (c *Cluster) proxyLeftovers() []string {
+	var out []string
 	for _, fam := range []string{"ip", "ip6"} {
 		if err := run(context.Background(), c.nft(), "list", "table", fam, "kube-proxy"); err == nil {
 			out = append(out, "nftables table "+fam+" kube-proxy")

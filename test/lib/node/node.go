@@ -534,6 +534,29 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
+// RunLeftovers lists what the run of r left on the machine: processes that
+// mention its directory or sit in its cgroups, mounts under its directory,
+// its cgroups and its bridge. After ReclaimRun it is empty.
+func RunLeftovers(r RunRecord) []string {
+	out := make([]string, 0, 4)
+	for _, p := range processesMentioning(r.Dir) {
+		out = append(out, "process "+p)
+	}
+	for _, pid := range cgroupPIDs(r.CgroupRoot) {
+		out = append(out, "process "+strconv.Itoa(pid)+" in cgroup "+r.CgroupRoot)
+	}
+	for _, m := range mountsUnder(r.Dir) {
+		out = append(out, "mount "+m)
+	}
+	for _, d := range cgroupDirs(r.CgroupRoot) {
+		out = append(out, "cgroup "+d)
+	}
+	if r.Bridge != "" && linkExists(r.Bridge) {
+		out = append(out, "network link "+r.Bridge)
+	}
+	return out
+}
+
 // ReclaimRun tears down what the run of r left (Reclaim) and its bridge.
 func ReclaimRun(r RunRecord) ([]string, error) {
 	done, err := Reclaim(r.Dir, r.CgroupRoot)
