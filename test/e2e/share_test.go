@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/widgetco/crossplane-widget/test/lib/audit"
+	"github.com/widgetco/crossplane-widget/test/lib/cluster"
 	"github.com/widgetco/crossplane-widget/test/lib/platform"
 )
 
@@ -30,15 +31,23 @@ const (
 	shareWritesPerXWidget = 14.0 * 1.2
 	// shareEventsPerXWidget bounds the Events among them.
 	shareEventsPerXWidget = 2.0 * 1.2
+	// shareCallsPerXWidget bounds function-widget's RunFunction calls that
+	// compose an XWidget of the scenario, until every XWidget is Ready:
+	// 20% above the most it measured on the real node with the recommended
+	// core flags in three runs, 7.4 (alone with four scenarios), 4.0 and
+	// 4.0 (beside TestConvergence's 60 objects).
+	shareCallsPerXWidget = 7.4 * 1.2
 	// shareQuiet is how long a settled scenario is watched for writes of
 	// the provider that nothing asked for. It must write nothing then,
 	// whatever core does around it.
 	shareQuiet = 20 * time.Second
 )
 
-// TestOurShare is make test's guard on our own writes: on stock core it
-// fails when provider-widget writes more per XWidget than it did when the
-// budget above was set, or writes anything at all to a settled scenario.
+// TestOurShare is make test's guard on our own work: it fails when
+// provider-widget writes more per XWidget than it did when the budget above
+// was set, or writes anything at all to a settled scenario, or when
+// function-widget is called to compose each XWidget more often than its
+// budget.
 // TestConvergence asserts that the whole control plane goes quiet; it
 // passes only with the core flags docs/install.md recommends (the suite's
 // default), where TestOurShare also holds on core's defaults.
@@ -88,6 +97,15 @@ func TestOurShare(t *testing.T) {
 		t.Errorf("provider-widget emitted %.1f Events per XWidget until all were Ready; the budget is %.1f (today's figure + 20%%)", events/n, shareEventsPerXWidget)
 	}
 
+	calls, err := composeCalls(s.ns, begin, ready)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("MEASURED our share: function-widget composed the %d XWidgets %.1f times each until all were Ready", n, float64(calls)/n)
+	if float64(calls)/n > shareCallsPerXWidget {
+		t.Errorf("function-widget composed each XWidget %.1f times until all were Ready; the budget is %.1f (today's figure + 20%%)", float64(calls)/n, shareCallsPerXWidget)
+	}
+
 	churn, err := suite.c.WritesIn(user, s.ns, quiet, end)
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +113,36 @@ func TestOurShare(t *testing.T) {
 	if len(churn) > 0 {
 		t.Errorf("provider-widget wrote to the settled scenario in the %s after all XWidgets were Ready, with nothing asking for a change: %s", shareQuiet, describeWrites(churn))
 	}
+}
+
+// composeCalls counts function-widget's RunFunction calls that composed an
+// XWidget of namespace ns between from and to: the "Composed XWidget" lines
+// of its debug log (the suite runs it with --debug), one per call.
+func composeCalls(ns string, from, to time.Time) (int, error) {
+	files, err := suite.c.ContainerLogs("package-runtime")
+	if err != nil {
+		return 0, err
+	}
+	want := `"xr": "XWidget ` + ns + `/`
+	n := 0
+	for _, f := range files {
+		b, err := cluster.ReadContainerLog(f)
+		if err != nil {
+			return 0, err
+		}
+		for line := range strings.Lines(string(b)) {
+			if !strings.Contains(line, "\tComposed XWidget\t") || !strings.Contains(line, want) {
+				continue
+			}
+			ts, _, _ := strings.Cut(line, "\t")
+			at, err := time.Parse(time.RFC3339Nano, ts)
+			if err != nil || at.Before(from) || at.After(to) {
+				continue
+			}
+			n++
+		}
+	}
+	return n, nil
 }
 
 // countWrites counts writes, and the Event writes among them.
