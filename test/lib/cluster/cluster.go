@@ -167,7 +167,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	c.lock = lock
 	if prev != nil {
 		if err := c.reclaim(*prev); err != nil { //nolint:contextcheck // a dead run's leftovers are cleaned up whole, even once ctx ends
-			lock.Release()
+			lock.Unlock() // the record stays for the next try
 			return nil, err
 		}
 	}
@@ -371,12 +371,17 @@ func ReclaimKilled(ctx context.Context, o Options) (*node.RunRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Release()
 	if prev == nil {
+		lock.Release()
 		return nil, nil
 	}
 	c := &Cluster{opts: o, log: o.Log}
-	return prev, c.reclaim(*prev) //nolint:contextcheck // a dead run's leftovers are cleaned up whole, even once ctx ends
+	if err := c.reclaim(*prev); err != nil { //nolint:contextcheck // a dead run's leftovers are cleaned up whole, even once ctx ends
+		lock.Unlock() // the record stays for the next try
+		return prev, err
+	}
+	lock.Release()
+	return prev, nil
 }
 
 // LeftoversOf lists what the killed run r still has on the machine, as

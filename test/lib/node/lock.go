@@ -104,6 +104,13 @@ func (l *MachineLock) Record(r RunRecord) error {
 	return errors.Wrap(err, "cannot write the run record")
 }
 
+// Unlock unlocks and keeps the record, for a holder that could not tear
+// down what the record names: the next holder tries again.
+func (l *MachineLock) Unlock() {
+	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	_ = l.f.Close()
+}
+
 // Release empties the record (nothing left to tear down) and unlocks.
 func (l *MachineLock) Release() {
 	_ = l.f.Truncate(0)

@@ -196,7 +196,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		if prev != nil {
 			done, err := ReclaimRun(*prev)
 			if err != nil {
-				lock.Release()
+				lock.Unlock() // the record stays for the next try
 				return nil, err
 			}
 			o.Log.Info("Tore down what a killed node left", "pid", prev.PID, "dir", prev.Dir, "removed", len(done))
