@@ -4,6 +4,7 @@ package e2e_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,11 +33,14 @@ const (
 	// shareEventsPerXWidget bounds the Events among them.
 	shareEventsPerXWidget = 2.0 * 1.2
 	// shareCallsPerXWidget bounds function-widget's RunFunction calls that
-	// compose an XWidget of the scenario, until every XWidget is Ready:
-	// 20% above the most it measured on the real node with the recommended
-	// core flags in three runs, 7.4 (alone with four scenarios), 4.0 and
-	// 4.0 (beside TestConvergence's 60 objects).
-	shareCallsPerXWidget = 7.4 * 1.2
+	// compose an XWidget of the scenario until the function first reports
+	// it ready: twice the most measured on the real node with the
+	// recommended core flags (6.1 beside the namespace policy scenarios,
+	// 5.5 in a clean-clone CI run, 3.0 alone). Not 20%: core adds calls
+	// the function does not ask for (it reconciles every XR when another
+	// scenario changes a namespace policy), and until the XR is Ready the
+	// count ranged from 4.0 to 10.1 in six runs for that reason alone.
+	shareCallsPerXWidget = 6.1 * 2
 	// shareQuiet is how long a settled scenario is watched for writes of
 	// the provider that nothing asked for. It must write nothing then,
 	// whatever core does around it.
@@ -101,9 +105,10 @@ func TestOurShare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("MEASURED our share: function-widget composed the %d XWidgets %.1f times each until all were Ready", n, float64(calls)/n)
-	if float64(calls)/n > shareCallsPerXWidget {
-		t.Errorf("function-widget composed each XWidget %.1f times until all were Ready; the budget is %.1f (today's figure + 20%%)", float64(calls)/n, shareCallsPerXWidget)
+	t.Logf("MEASURED our share: function-widget composed the %d XWidgets %.1f times each until it first reported them ready, %.1f until all were Ready",
+		n, float64(calls.untilReady)/n, float64(calls.all)/n)
+	if float64(calls.untilReady)/n > shareCallsPerXWidget {
+		t.Errorf("function-widget composed each XWidget %.1f times until it first reported it ready; the budget is %.1f (twice the most measured)", float64(calls.untilReady)/n, shareCallsPerXWidget)
 	}
 
 	churn, err := suite.c.WritesIn(user, s.ns, quiet, end)
@@ -115,20 +120,31 @@ func TestOurShare(t *testing.T) {
 	}
 }
 
+// calls are function-widget's RunFunction calls that composed a
+// scenario's XWidgets: all of them in a window, and those up to and
+// including the first that reported each XWidget ready.
+type calls struct{ all, untilReady int }
+
 // composeCalls counts function-widget's RunFunction calls that composed an
 // XWidget of namespace ns between from and to: the "Composed XWidget" lines
-// of its debug log (the suite runs it with --debug), one per call.
-func composeCalls(ns string, from, to time.Time) (int, error) {
+// of its debug log (the suite runs it with --debug), one per call, in the
+// order it wrote them.
+func composeCalls(ns string, from, to time.Time) (calls, error) {
 	files, err := suite.c.ContainerLogs("package-runtime")
 	if err != nil {
-		return 0, err
+		return calls{}, err
 	}
+	type call struct {
+		at    time.Time
+		xr    string
+		ready bool
+	}
+	var cs []call
 	want := `"xr": "XWidget ` + ns + `/`
-	n := 0
 	for _, f := range files {
 		b, err := cluster.ReadContainerLog(f)
 		if err != nil {
-			return 0, err
+			return calls{}, err
 		}
 		for line := range strings.Lines(string(b)) {
 			if !strings.Contains(line, "\tComposed XWidget\t") || !strings.Contains(line, want) {
@@ -139,10 +155,19 @@ func composeCalls(ns string, from, to time.Time) (int, error) {
 			if err != nil || at.Before(from) || at.After(to) {
 				continue
 			}
-			n++
+			xr, _, _ := strings.Cut(line[strings.Index(line, want)+len(want):], `"`)
+			cs = append(cs, call{at: at, xr: xr, ready: strings.Contains(line, `"ready": true`)})
 		}
 	}
-	return n, nil
+	slices.SortStableFunc(cs, func(a, b call) int { return a.at.Compare(b.at) })
+	out, ready := calls{all: len(cs)}, map[string]bool{}
+	for _, c := range cs {
+		if !ready[c.xr] {
+			out.untilReady++
+			ready[c.xr] = c.ready
+		}
+	}
+	return out, nil
 }
 
 // countWrites counts writes, and the Event writes among them.
