@@ -103,7 +103,7 @@ func TestRunFunction(t *testing.T) {
 			want: want{rsp: &fnv1.RunFunctionResponse{
 				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: creating},
 				Desired: &fnv1.State{
-					Composite: xrStatus(map[string]any{"keysReady": "0/2", "connectionSecretName": "web-connection"}),
+					Composite: xrStatus(map[string]any{"connectionSecretName": "web-connection"}),
 					Resources: map[string]*fnv1.Resource{
 						"widget":            desired(wantNSWidget(), readyFalse),
 						"key-0":             desired(wantNSKey(0), readyFalse),
@@ -374,7 +374,7 @@ func TestRunFunction(t *testing.T) {
 			want: want{rsp: &fnv1.RunFunctionResponse{
 				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: creating},
 				Desired: &fnv1.State{
-					Composite: xrStatus(map[string]any{"keysReady": "0/1"}),
+					Composite: &fnv1.Resource{Resource: resource.MustStructJSON(`{}`)},
 					Resources: map[string]*fnv1.Resource{
 						"widget": desired(wantLegacyWidget(), readyFalse),
 						"key-0":  desired(wantLegacyKey(), readyFalse),
@@ -452,7 +452,7 @@ func TestRunFunction(t *testing.T) {
 				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: creating},
 				Desired: &fnv1.State{
 					Composite: &fnv1.Resource{
-						Resource:          resource.MustStructJSON(`{"status": {"fromEarlierStep": "kept", "keysReady": "0/2", "connectionSecretName": "web-connection"}}`),
+						Resource:          resource.MustStructJSON(`{"status": {"fromEarlierStep": "kept", "connectionSecretName": "web-connection"}}`),
 						ConnectionDetails: map[string][]byte{"earlier": []byte("kept")},
 					},
 					Resources: map[string]*fnv1.Resource{
@@ -476,7 +476,7 @@ func TestRunFunction(t *testing.T) {
 			want: want{rsp: &fnv1.RunFunctionResponse{
 				Meta: &fnv1.ResponseMeta{Tag: "tag", Ttl: creating},
 				Desired: &fnv1.State{
-					Composite: xrStatus(map[string]any{"keysReady": "0/2", "connectionSecretName": "web-connection"}),
+					Composite: xrStatus(map[string]any{"connectionSecretName": "web-connection"}),
 					Resources: map[string]*fnv1.Resource{
 						"widget": desired(build(wantNSWidget(),
 							unset("spec.initProvider"),

@@ -23,7 +23,8 @@ const (
 
 // setStatus writes what the app team needs to know about its widget to the
 // desired XR's status: the widget's endpoint, state, name in the Widget API
-// and region, how many access keys are ready, and, for a namespaced XR, the
+// and region, how many access keys are ready (once the widget exists),
+// and, for a namespaced XR, the
 // name of the connection Secret; and, once the provider has restored the
 // widget after a change made outside Crossplane, how often, when last and
 // what it restored.
@@ -34,7 +35,12 @@ func setStatus(xr *resource.Composite, x xwidget, s settings, obs observation) e
 		{statusWidgetState, string(obs.widget.atProvider.State)},
 		{statusExternalName, obs.widget.externalName},
 		{statusRegion, obs.widget.atProvider.Region},
-		{statusKeysReady, fmt.Sprintf("%d/%d", obs.readyKeys(), len(obs.keys))},
+	}
+	// Keys are created only once the Widget API has the widget: until then
+	// the KeysReady condition says what the keys wait for, and leaving the
+	// count out spares the XR and its claim a status change each.
+	if obs.widget.externalName != "" {
+		fields = append(fields, field{statusKeysReady, fmt.Sprintf("%d/%d", obs.readyKeys(), len(obs.keys))})
 	}
 	if x.flavour == FlavourNamespaced {
 		fields = append(fields, field{statusConnectionSecretName, s.secretName})

@@ -27,10 +27,25 @@ func TestSetStatus(t *testing.T) {
 		want   map[string]any
 	}{
 		"NamespacedNew": {
-			reason: "Before anything exists a namespaced XR's status holds only its key count and connection Secret: unknown fields are left out, so they are removed from the XR.",
+			reason: "Before anything exists a namespaced XR's status holds only its connection Secret: unknown fields are left out, so they are removed from the XR.",
 			x:      xwidget{flavour: FlavourNamespaced},
 			obs:    observation{keys: []keyObservation{{index: 0}}},
-			want:   map[string]any{"status": map[string]any{"keysReady": "0/1", "connectionSecretName": "web-connection"}},
+			want:   map[string]any{"status": map[string]any{"connectionSecretName": "web-connection"}},
+		},
+		"LegacyWidgetCreating": {
+			reason: "Until the Widget API has the widget a legacy XR's status holds nothing: the keys wait for the widget, the KeysReady condition says so, and every status change would cost the XR and its claim a reconcile.",
+			x:      xwidget{flavour: FlavourLegacy},
+			obs:    observation{widget: widgetObservation{exists: true, region: "us-east-1"}, keys: []keyObservation{{index: 0, exists: true}}},
+			want:   map[string]any{},
+		},
+		"LegacyWidgetProvisioning": {
+			reason: "Once the Widget API has the widget, the XR counts the keys, none ready yet, with the widget's name and state.",
+			x:      xwidget{flavour: FlavourLegacy},
+			obs: observation{
+				widget: widgetObservation{exists: true, externalName: "team-a-web", atProvider: commonv1beta1.WidgetObservation{State: "Creating"}},
+				keys:   []keyObservation{{index: 0, exists: true}},
+			},
+			want: map[string]any{"status": map[string]any{"widgetState": "Creating", "externalName": "team-a-web", "keysReady": "0/1"}},
 		},
 		"NamespacedReady": {
 			reason: "A namespaced XR's status holds the widget's endpoint, state, name and region.",
