@@ -46,6 +46,9 @@
 // (a .xpkg of another build, for before/after in one run);
 // each variant on its own fresh control plane, back to back, order rotated
 // each run; default widget),
+// WIDGET_BENCH_E2E_NAME_COMPOSITION=0 (function-widget's claims take the
+// XRD's default Composition; by default every variant's claims name theirs
+// in spec.compositionRef, as the peer's must),
 // WIDGET_BENCH_E2E_RUNS (its repeats, each on a fresh control plane,
 // default 1), WIDGET_BENCH_E2E_STEADY_SECONDS (its steady-state window
 // after all claims are Ready, default 60), WIDGET_BENCH_E2E_CORE_ARGS and

@@ -140,6 +140,15 @@ func claimRun(r *e2eRun) *kindRun {
 	return r.kinds[0]
 }
 
+// compositionSelection says how the run's claims chose their Composition
+// (selectComposition).
+func compositionSelection() string {
+	if os.Getenv("WIDGET_BENCH_E2E_NAME_COMPOSITION") == "0" {
+		return "The peer's claims name its Composition in `spec.compositionRef`; function-widget's take the XRD's default."
+	}
+	return "Every variant's claims name their Composition in `spec.compositionRef`."
+}
+
 // writeVariantsTable writes the variants side by side: a column per
 // variant, the median over its runs when there are several.
 func writeVariantsTable(w func(string, ...any), vrs []*variantRuns) {
@@ -147,8 +156,8 @@ func writeVariantsTable(w func(string, ...any), vrs []*variantRuns) {
 	w("### Variants side by side\n\n")
 	w("`WIDGET_BENCH_E2E_VARIANTS=%s`: the same %d claims of the same XRD, composed into the same cluster-scoped Widget,\n", variantNames(vrs), vrs[0].runs[0].n)
 	w("WidgetKey and connection details by another Composition: **function-widget** (examples/composition/legacy), or\n")
-	w("**P&T**, function-patch-and-transform v0.5.0 then function-auto-ready v0.6.0 (`%s`, selected by the\n", ptComposition)
-	w("claims' `spec.compositionRef`). Each variant runs on a fresh control plane, one after the other in the same\n")
+	w("**P&T**, function-patch-and-transform v0.5.0 then function-auto-ready v0.6.0 (`%s`). %s\n", ptComposition, compositionSelection())
+	w("Each variant runs on a fresh control plane, one after the other in the same\n")
 	w("benchmark process, their order rotated each run.")
 	if runs > 1 {
 		w(" Medians of %d runs each.", runs)

@@ -67,6 +67,9 @@ const (
 	fnAutoReady = "function-auto-ready"
 	// ptComposition is the peer Composition, relative to the module root.
 	ptComposition = "test/bench/testdata/pt-composition.yaml"
+	// legacyComposition is function-widget's Composition of the legacy
+	// XWidget, the XRD's default (examples/composition/legacy).
+	legacyComposition = "xwidgets.legacy.platform.widgetco.io"
 )
 
 // parseVariants reads WIDGET_BENCH_E2E_VARIANTS: variant names, comma
@@ -135,18 +138,38 @@ func (v *e2eVariant) functionPackage(t *testing.T) string {
 	return p
 }
 
-// selectComposition makes the objects of mk select the variant's
-// Composition, when it has one, by spec.compositionRef: core then never
-// looks at the XRD's default.
+// selectComposition makes the claims of mk name the variant's Composition
+// by spec.compositionRef, function-widget's too, so that core takes the
+// same path for every variant: a claim that names none gets the XRD's
+// default from its XR, and core then applies it back to the XR once more,
+// a change that wakes the claim again. WIDGET_BENCH_E2E_NAME_COMPOSITION=0
+// leaves function-widget's claims to the XRD's default.
 func (v *e2eVariant) selectComposition(mk func(ns, name string) *unstructured.Unstructured) func(ns, name string) *unstructured.Unstructured {
-	if v == nil || v.composition == "" {
+	comp := v.compositionName(os.Getenv("WIDGET_BENCH_E2E_NAME_COMPOSITION") != "0")
+	if comp == "" {
 		return mk
 	}
 	return func(ns, name string) *unstructured.Unstructured {
 		u := mk(ns, name)
-		_ = unstructured.SetNestedField(u.Object, v.composition, "spec", "compositionRef", "name")
+		_ = unstructured.SetNestedField(u.Object, comp, "spec", "compositionRef", "name")
 		return u
 	}
+}
+
+// compositionName is the Composition the variant's claims name: the
+// variant's own, or, when always is true, function-widget's too (the XRD's
+// default), so that every variant's claims take the same path through
+// core.
+func (v *e2eVariant) compositionName(always bool) string {
+	switch {
+	case v == nil:
+		return ""
+	case v.composition != "":
+		return v.composition
+	case always:
+		return legacyComposition
+	}
+	return ""
 }
 
 // peerPackages are the peer functions' packages, built once per benchmark
@@ -286,8 +309,9 @@ func TestVariantOrder(t *testing.T) {
 	}
 }
 
-// TestSelectComposition checks that the pt variant's claims select its
-// Composition and function-widget's keep the XRD's default.
+// TestSelectComposition checks that every variant's claims name their
+// Composition, and that function-widget's keep the XRD's default when
+// asked to.
 func TestSelectComposition(t *testing.T) {
 	mk := func(ns, name string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"region": "eu-west-1"}}}
@@ -298,13 +322,18 @@ func TestSelectComposition(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		v      *e2eVariant
+		env    string
 		want   string
 	}{
-		"Widget": {reason: "function-widget's claims name no Composition", v: variantWidget, want: ""},
-		"PT":     {reason: "the peer's claims name the peer Composition", v: variantPT, want: "xwidgets-pt.legacy.platform.widgetco.io"},
+		"Widget":        {reason: "function-widget's claims name its Composition", v: variantWidget, want: legacyComposition},
+		"Base":          {reason: "the baseline build's claims name the same Composition", v: variantBase, want: legacyComposition},
+		"WidgetDefault": {reason: "with WIDGET_BENCH_E2E_NAME_COMPOSITION=0 function-widget's claims name none", v: variantWidget, env: "0", want: ""},
+		"PT":            {reason: "the peer's claims name the peer Composition", v: variantPT, want: "xwidgets-pt.legacy.platform.widgetco.io"},
+		"PTDefault":     {reason: "the peer's claims must name theirs: it is not the XRD's default", v: variantPT, env: "0", want: "xwidgets-pt.legacy.platform.widgetco.io"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			t.Setenv("WIDGET_BENCH_E2E_NAME_COMPOSITION", tc.env)
 			u := tc.v.selectComposition(mk)("ns", "c-0000")
 			got, _, _ := unstructured.NestedString(u.Object, "spec", "compositionRef", "name")
 			if diff := cmp.Diff(tc.want, got); diff != "" {
