@@ -36,20 +36,23 @@ const (
 	// compose an XWidget of the scenario until the function first reports
 	// it ready: twice the most measured on the real node with the
 	// recommended core flags (6.1 beside the namespace policy scenarios,
-	// 5.5 in a clean-clone CI run, 5.5 alone: TestFunctionCallsAlone). Not 20%: core adds calls
-	// the function does not ask for (it reconciles every XR when another
-	// scenario changes a namespace policy), and until the XR is Ready the
-	// count ranged from 4.0 to 10.1 in six runs for that reason alone.
+	// 5.5 in a clean-clone CI run; 5.5 to 6.5 alone, TestFunctionCallsAlone).
+	// Not 20%: core adds calls the function does not ask for (it
+	// reconciles every XR when another scenario changes a namespace
+	// policy), and until the XR is Ready the count ranged from 4.0 to 10.1
+	// in six runs for that reason alone.
 	shareCallsPerXWidget = 6.1 * 2
 	// aloneCallsPerXWidget bounds the median, over TestFunctionCallsAlone's
 	// XWidgets, of function-widget's RunFunction calls that compose one
-	// until the function first reports it ready: 20% above the median
-	// measured on the real node, 5.5 in each of three runs (5 to 7 per
-	// XWidget). With no other scenario running, core calls the function
-	// for the XR's own changes and for each write of the provider to the
-	// Widget, the WidgetKey and their Secrets (realtime compositions), so
-	// a call more per XWidget is a change of ours or of the provider's.
-	aloneCallsPerXWidget = 5.5 * 1.2
+	// until the function first reports it ready: 20% above the most
+	// measured on the real node: 5.5 in each of three runs of the scenario
+	// on its own (5 to 7 per XWidget), 6.5 in the serial phase of a
+	// clean-clone make test (5 to 8). With no other scenario running, core
+	// calls the function for the XR's own changes and for each write of
+	// the provider to the Widget, the WidgetKey and their Secrets (realtime
+	// compositions), so a call more per XWidget is a change of ours or of
+	// the provider's.
+	aloneCallsPerXWidget = 6.5 * 1.2
 	// shareQuiet is how long a settled scenario is watched for writes of
 	// the provider that nothing asked for. It must write nothing then,
 	// whatever core does around it.
@@ -161,7 +164,7 @@ func TestFunctionCallsAlone(t *testing.T) {
 	m := median(per)
 	t.Logf("MEASURED alone: function-widget composed each of %d XWidgets %v times until it first reported it ready (median %.1f, %.1f in all)", n, per, m, float64(c.all)/n)
 	if m > aloneCallsPerXWidget {
-		t.Errorf("function-widget composed each XWidget a median %.1f times until it first reported it ready (%v); the budget is %.1f (the measured median + 20%%)", m, per, aloneCallsPerXWidget)
+		t.Errorf("function-widget composed each XWidget a median %.1f times until it first reported it ready (%v); the budget is %.1f (the most measured + 20%%)", m, per, aloneCallsPerXWidget)
 	}
 }
 
