@@ -76,17 +76,7 @@ const (
 func TestOurShare(t *testing.T) {
 	s := newScenario(t, true)
 	const n = 8
-	xrs := make([]*unstructured.Unstructured, 0, n)
-	objs := make([]client.Object, 0, n)
-	for i := range n {
-		xr := s.xwidget(fmt.Sprintf("s%02d", i), map[string]any{"keys": int64(1)})
-		xrs, objs = append(xrs, xr), append(objs, xr)
-	}
-	begin := time.Now()
-	s.createConcurrently(4, objs...)
-	for _, xr := range xrs {
-		s.waitReady(xr)
-	}
+	_, begin := convergeXWidgets(s, "s", n)
 	ready := time.Now()
 	time.Sleep(3 * time.Second)
 	quiet := time.Now()
@@ -141,17 +131,7 @@ func TestOurShare(t *testing.T) {
 func TestFunctionCallsAlone(t *testing.T) {
 	s := newScenario(t, false)
 	const n = 8
-	xrs := make([]*unstructured.Unstructured, 0, n)
-	objs := make([]client.Object, 0, n)
-	for i := range n {
-		xr := s.xwidget(fmt.Sprintf("a%02d", i), map[string]any{"keys": int64(1)})
-		xrs, objs = append(xrs, xr), append(objs, xr)
-	}
-	begin := time.Now()
-	s.createConcurrently(4, objs...)
-	for _, xr := range xrs {
-		s.waitReady(xr)
-	}
+	xrs, begin := convergeXWidgets(s, "a", n)
 	time.Sleep(time.Second) // the function's last log lines
 	c, err := composeCalls(s.ns, begin, time.Now())
 	if err != nil {
@@ -166,6 +146,25 @@ func TestFunctionCallsAlone(t *testing.T) {
 	if m > aloneCallsPerXWidget {
 		t.Errorf("function-widget composed each XWidget a median %.1f times until it first reported it ready (%v); the budget is %.1f (the most measured + 20%%)", m, per, aloneCallsPerXWidget)
 	}
+}
+
+// convergeXWidgets creates n XWidgets of one key each, named prefix00 on,
+// from 4 clients at once, and waits until all are Ready. It returns them
+// and when the first create was sent.
+func convergeXWidgets(s *scenario, prefix string, n int) ([]*unstructured.Unstructured, time.Time) {
+	s.t.Helper()
+	xrs := make([]*unstructured.Unstructured, 0, n)
+	objs := make([]client.Object, 0, n)
+	for i := range n {
+		xr := s.xwidget(fmt.Sprintf("%s%02d", prefix, i), map[string]any{"keys": int64(1)})
+		xrs, objs = append(xrs, xr), append(objs, xr)
+	}
+	begin := time.Now()
+	s.createConcurrently(4, objs...)
+	for _, xr := range xrs {
+		s.waitReady(xr)
+	}
+	return xrs, begin
 }
 
 // median returns the median of xs (the mean of the middle two of an even
