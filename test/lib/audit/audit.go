@@ -340,6 +340,9 @@ func (l *Log) eachAuditEvent(must []string, fn func(auditEvent)) error {
 // auditLogs returns the audit log's files, oldest first: the rotated ones
 // (named after the time they were rotated), then the current one.
 func (l *Log) auditLogs() ([]string, error) {
+	if l.Path == "" {
+		return nil, errors.New("no audit log to read: kube-apiserver's audit log is on the machine that runs it")
+	}
 	rotated, err := filepath.Glob(strings.TrimSuffix(l.Path, ".log") + "-*.log")
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot list kube-apiserver's audit logs")

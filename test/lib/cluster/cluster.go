@@ -122,6 +122,8 @@ type Cluster struct {
 	stopArchive context.CancelFunc
 	stopOnce    sync.Once
 	stopErr     error
+	// remote is a cluster reached by Connect: no node of this machine.
+	remote bool
 }
 
 // Start starts the cluster and waits until the node is Ready and CoreDNS
@@ -290,6 +292,9 @@ const apiStartGrace = 5 * time.Second
 // StopAPIServer stops kube-apiserver (etcd keeps running); pods keep
 // running and lose the API until StartAPIServer.
 func (c *Cluster) StopAPIServer() error {
+	if c.remote {
+		return errors.Wrap(ErrNotLocal, "cannot stop kube-apiserver")
+	}
 	t := time.Now()
 	if err := c.Kube.StopAPIServer(); err != nil {
 		return err
@@ -302,6 +307,9 @@ func (c *Cluster) StopAPIServer() error {
 // the same certificates and signing keys, and returns once it serves.
 // What it refuses in its first seconds counts as Starting (audit.Forbidden).
 func (c *Cluster) StartAPIServer() error {
+	if c.remote {
+		return errors.Wrap(ErrNotLocal, "cannot start kube-apiserver")
+	}
 	t := time.Now()
 	err := c.Kube.StartAPIServer()
 	c.APIServerStarting(t, time.Now().Add(apiStartGrace))
@@ -322,6 +330,10 @@ func (c *Cluster) Stop() error {
 }
 
 func (c *Cluster) stop() error {
+	if c.remote {
+		// Not ours to tear down.
+		return nil
+	}
 	var errs []error
 	if c.stopArchive != nil {
 		c.stopArchive()
@@ -409,6 +421,9 @@ func (c *Cluster) reclaim(r node.RunRecord) error {
 // Leftovers lists what the cluster left on the machine after Stop: the
 // node's leftovers, kube-proxy's nftables tables and the bridge.
 func (c *Cluster) Leftovers() []string {
+	if c.remote {
+		return nil
+	}
 	var out []string
 	if c.Node != nil {
 		out = append(out, c.Node.Leftovers()...)
@@ -498,6 +513,9 @@ func itoa(i int32) string { return fmt.Sprint(i) }
 // containerID without its "containerd://") in the cgroup v1 hierarchy of
 // controller (such as "memory"), under the node's cgroup root.
 func (c *Cluster) ContainerCgroup(controller, id string) (string, error) {
+	if c.remote {
+		return "", errors.Wrapf(ErrNotLocal, "cannot find container %s's cgroup", id)
+	}
 	root := filepath.Join("/sys/fs/cgroup", controller, c.Node.CgroupRoot())
 	found := ""
 	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {

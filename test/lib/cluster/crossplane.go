@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -54,6 +55,14 @@ type Crossplane struct {
 // and the RBAC manager are available, and returns core's image reference.
 func (c *Cluster) InstallCrossplane(ctx context.Context, x Crossplane) (string, error) {
 	t := time.Now()
+	// First: a cluster that has Crossplane already is refused before
+	// anything is built or pushed.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: CrossplaneNamespace}}
+	if err := c.Kube.Client.Create(ctx, ns); kerrors.IsAlreadyExists(err) {
+		return "", errors.Errorf("namespace %s exists: is Crossplane installed already? This installs Crossplane %s itself, with its own flags; use a cluster without it", CrossplaneNamespace, x.Version)
+	} else if err != nil {
+		return "", errors.Wrapf(err, "cannot create namespace %s", CrossplaneNamespace)
+	}
 	root := filepath.Dir(filepath.Dir(x.Bin))
 	img, err := BuildImage(x.Bin, "/usr/local/bin/crossplane", map[string]string{
 		"/crds":                  filepath.Join(root, "crds"),
@@ -66,10 +75,6 @@ func (c *Cluster) InstallCrossplane(ctx context.Context, x Crossplane) (string, 
 	ref, err := c.Push(ctx, img, repo+":"+x.Version)
 	if err != nil {
 		return "", err
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: CrossplaneNamespace}}
-	if err := c.Kube.Client.Create(ctx, ns); err != nil {
-		return "", errors.Wrapf(err, "cannot create namespace %s", CrossplaneNamespace)
 	}
 	args := []string{
 		"install", "crossplane", filepath.Join(root, "charts", "crossplane"),

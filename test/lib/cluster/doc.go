@@ -17,5 +17,9 @@
 // (ToolsFromEnv). Stop removes what Start created, and Leftovers says what
 // is still there.
 //
+// Connect reaches a cluster this package did not start (kind, a real one)
+// by its kubeconfig and a registry it pulls from: what goes through the API
+// works the same there, and what needs the node returns ErrNotLocal.
+//
 // The package builds on Linux only; elsewhere it is empty.
 package cluster

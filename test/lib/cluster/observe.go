@@ -43,6 +43,9 @@ func (c *Cluster) archiveLogs(ctx context.Context) {
 }
 
 func (c *Cluster) linkLogs() {
+	if c.Node == nil {
+		return
+	}
 	files, _ := filepath.Glob(filepath.Join(c.Node.PodLogsDir(), "*", "*", "*.log"))
 	for _, f := range files {
 		rel, err := filepath.Rel(c.Node.PodLogsDir(), f)
@@ -67,6 +70,9 @@ func (c *Cluster) LogArchive() string { return c.path("containers") }
 // any pod, also those deleted, oldest first; read them with
 // ReadContainerLog.
 func (c *Cluster) ContainerLogs(name string) ([]string, error) {
+	if c.remote {
+		return nil, errors.Wrapf(ErrNotLocal, "cannot read the logs of containers %s, also of deleted pods", name)
+	}
 	c.linkLogs()
 	files, err := filepath.Glob(filepath.Join(c.LogArchive(), "*", name, "*.log"))
 	if err != nil {
@@ -125,6 +131,9 @@ func (c *Cluster) CoreLog(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.remote {
+		return c.servedLog(ctx, p, "crossplane")
+	}
 	dir := filepath.Join(c.Node.PodLogsDir(), p.Namespace+"_"+p.Name+"_"+string(p.UID), "crossplane")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -151,6 +160,9 @@ func (c *Cluster) CoreLog(ctx context.Context) ([]byte, error) {
 // CoreMetricsURL is where Crossplane core serves its metrics: its pod's
 // address.
 func (c *Cluster) CoreMetricsURL(ctx context.Context) (string, error) {
+	if c.remote {
+		return "", errors.Wrap(ErrNotLocal, "cannot reach Crossplane core's pod")
+	}
 	p, err := c.corePod(ctx)
 	if err != nil {
 		return "", err
@@ -216,6 +228,9 @@ func (c *Cluster) ProjectedTokens() []string {
 }
 
 func (c *Cluster) collectTokens() {
+	if c.Node == nil {
+		return
+	}
 	var found []string
 	_ = filepath.WalkDir(filepath.Join(c.Node.KubeletRootDir(), "pods"), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.Name() != "token" || !d.Type().IsRegular() || !strings.Contains(p, "kubernetes.io~projected") {
@@ -241,8 +256,16 @@ func (c *Cluster) collectTokens() {
 
 // LogDirs are the directories holding every log of the cluster: its
 // processes', the node's (kubelet, containerd) and every container's (the
-// LogArchive).
-func (c *Cluster) LogDirs() []string {
+// LogArchive). Of a cluster reached by Connect: the run's own logs, and
+// the logs the API serves of the pods there are now (written below
+// pod-logs).
+func (c *Cluster) LogDirs(ctx context.Context) []string {
+	if c.remote {
+		if err := c.writePodLogs(ctx, c.path("pod-logs")); err != nil {
+			c.log.Info("Cannot write every pod's log", "error", err)
+		}
+		return []string{c.path("logs"), c.path("pod-logs")}
+	}
 	c.linkLogs()
 	return []string{c.path("logs"), c.Node.LogsDir(), c.LogArchive()}
 }
@@ -253,6 +276,13 @@ func (c *Cluster) LogDirs() []string {
 func (c *Cluster) DumpDiagnostics(ctx context.Context, dir string) (string, error) {
 	if dir == "" {
 		dir = c.path("diagnostics", time.Now().Format("20060102-150405.000"))
+	}
+	if c.remote {
+		return diagnostics.Dump(ctx, diagnostics.Source{
+			Config: c.Kube.Config, Client: c.Kube.Client,
+			Pods: c.describePods, Logs: []string{c.path("logs")},
+			More: func(write func(string, []byte)) { c.podLogs(ctx, write) },
+		}, dir)
 	}
 	return diagnostics.Dump(ctx, diagnostics.Source{
 		Config: c.Kube.Config, Client: c.Kube.Client, Audit: c.Log,

@@ -176,6 +176,9 @@ func (p *Pod) Ready() bool {
 // Forward returns the address of port on the pod: its own IP, which the
 // node routes to.
 func (p *Pod) Forward(port int) (string, error) {
+	if p.c.remote {
+		return "", errors.Wrapf(ErrNotLocal, "cannot reach pod %s's address", p.pod.Name)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cur, err := p.Current(ctx)

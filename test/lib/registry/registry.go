@@ -135,6 +135,10 @@ func publicRead(r *http.Request, public []string) bool {
 
 // Close stops serving.
 func (r *Registry) Close() error {
+	if r.srv == nil {
+		// Not started here: someone else's registry.
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := r.srv.Shutdown(ctx)

@@ -58,10 +58,17 @@ func TrustCluster(ctx context.Context, kc client.Client, cfg *rest.Config, caFil
 	if err := kc.Create(ctx, crb); err != nil && !kerrors.IsAlreadyExists(err) {
 		return nil, errors.Wrap(err, "cannot allow anonymous access to kube-apiserver's issuer discovery")
 	}
+	keys := idtoken.Keys{Discovery: true, CAFile: caFile}
+	if host := strings.TrimSuffix(cfg.Host, "/"); host != issuer {
+		// The issuer is a name only the cluster resolves (a kind
+		// cluster's is kubernetes.default.svc): its discovery document
+		// is fetched where this machine reaches kube-apiserver.
+		keys.DiscoveryURL = host
+	}
 	ic := &idtoken.Config{Issuers: []idtoken.Issuer{{
 		Issuer:   issuer,
 		Audience: ci.Audience,
-		Keys:     idtoken.Keys{Discovery: true, CAFile: caFile},
+		Keys:     keys,
 		Subjects: ci.Subjects,
 	}}}
 	if err := ic.Validate(); err != nil {
