@@ -152,6 +152,15 @@ e2e: node-preflight tools ## End-to-end suite on a real one-node cluster (kubele
 	@mkdir -p _output
 	eval "$$($(TOOLS) env)" && E2E_NODE=$(E2E_NODE) $(GO) test -json $(GO_TEST_FLAGS) -p 1 -v -timeout 30m ./test/lib/node ./test/lib/cluster ./test/demo ./test/e2e | $(GO) run ./hack/testreport -v -o _output/failures-e2e.txt
 
+.PHONY: e2e-cluster
+e2e-cluster: ## The end-to-end suite against a cluster of your own, by kubeconfig (kind, say; no root needed): E2E_KUBECONFIG, E2E_REGISTRY (host:port it pulls from, E2E_REGISTRY_USERNAME/_PASSWORD if it needs them), E2E_WIDGET_API_ADDR (an address of this machine its pods reach). docs/development.md.
+	@test -n "$(E2E_KUBECONFIG)" || { echo "e2e-cluster: set E2E_KUBECONFIG, E2E_REGISTRY and E2E_WIDGET_API_ADDR (docs/development.md)" >&2; exit 1; }
+	@# Only what runs against a cluster of your own: core (its image and
+	@# chart), the Crossplane CLI, cosign and helm.
+	$(TOOLS) crossplane crank cosign helm
+	$(MAKE) xpkg XPKG_ARCHS=$$($(GO) env GOARCH) VERSION=$(VERSION)
+	eval "$$($(TOOLS) env 2>/dev/null)"; $(GO) test -count=1 -v -timeout 40m ./test/e2e
+
 .PHONY: e2e-upgrade
 e2e-upgrade: node-preflight tools ## Upgrade a real one-node cluster (as root) from the v1alpha1-only packages (built from git) to this tree's: nothing lost or re-created, both API versions readable, storage migrated, webhook outage (~5 min; not part of make test).
 	$(MAKE) xpkg XPKG_ARCHS=$$($(GO) env GOARCH) VERSION=$(VERSION)

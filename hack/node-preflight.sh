@@ -35,5 +35,8 @@ fi
 		printf ', or leave the real-node tests out: make test E2E_NODE=0'
 	fi
 	printf '.\n'
+	if [[ ${1:-} != "make demo" ]]; then
+		printf 'Or run the end-to-end suite against a cluster of your own (kind, say), which needs none of these: make e2e-cluster (docs/development.md).\n'
+	fi
 } >&2
 exit 1

@@ -49,6 +49,7 @@ type cli struct {
 	Timeout       time.Duration `default:"5m" help:"How long to wait for the XWidget and the claim to be Ready before writing diagnostics."`
 	ExitWhenReady bool          `help:"Tear down and exit once both are Ready (a smoke test of the demo), or fail after --timeout."`
 	Debug         bool          `help:"Run provider-widget with --debug (kubectl logs shows it)."`
+	ClusterOnly   bool          `help:"Start the cluster and its registry only, write <dir>/e2e.env for running the e2e suite against it as a cluster of your own (make e2e-cluster), and stay up until Ctrl-C."`
 }
 
 func main() {
@@ -116,6 +117,9 @@ func run(c *cli) error { // A linear sequence of steps.
 			say("Could not tear everything down: %v", err)
 		}
 	}()
+	if c.ClusterOnly {
+		return interrupted(serveClusterOnly(ctx, cl, root, dir))
+	}
 	say("Installing Crossplane v2.4.2 from its Helm chart, with the flag docs/install.md recommends ...")
 	if _, err := cl.InstallCrossplane(ctx, cluster.Crossplane{Bin: crossplane, Version: "v2.4.2", Args: platform.CoreArgs()}); err != nil {
 		return interrupted(err)
@@ -255,3 +259,22 @@ func (h progressHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 }
 
 func (h progressHandler) WithGroup(string) slog.Handler { return h }
+
+// serveClusterOnly writes e2e.env, which points the e2e suite at the
+// cluster as at a cluster of the user's own, and waits for Ctrl-C.
+func serveClusterOnly(ctx context.Context, cl *cluster.Cluster, root, dir string) error {
+	env := filepath.Join(dir, "e2e.env")
+	lines := []string{
+		"E2E_KUBECONFIG=" + cl.Kubeconfig,
+		"E2E_REGISTRY=" + cl.Registry.Host,
+		"E2E_REGISTRY_USERNAME=" + cl.Registry.Auth.Username,
+		"E2E_REGISTRY_PASSWORD=" + cl.Registry.Auth.Password,
+		"E2E_WIDGET_API_ADDR=" + cl.NodeIP(),
+	}
+	if err := os.WriteFile(env, []byte("export "+strings.Join(lines, "\nexport ")+"\n"), 0o600); err != nil {
+		return errors.Wrap(err, "cannot write the e2e suite's settings")
+	}
+	say("The cluster is up, without Crossplane. Run the e2e suite against it from another shell: source %s && make e2e-cluster. Press Ctrl-C to stop.", rel(root, env))
+	<-ctx.Done()
+	return ctx.Err()
+}

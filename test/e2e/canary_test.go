@@ -178,10 +178,12 @@ func checkSecrets(ctx context.Context, l *secretLedger) error {
 		canaries = append(canaries, leaks.Canary{Kind: "access key secret", Value: k})
 	}
 	// The registry's password: only in its pull Secrets.
-	canaries = append(canaries, leaks.Canary{Kind: "registry password", Value: suite.c.Registry.Auth.Password})
+	if pw := suite.c.Registry.Auth.Password; pw != "" {
+		canaries = append(canaries, leaks.Canary{Kind: "registry password", Value: pw})
+	}
 	// What signs the packages: nowhere in the cluster or its logs.
 	canaries = append(canaries, signingCanaries()...)
-	scan, err := leaks.Scan(ctx, suite.c.Kube.Config, suite.c.LogDirs(), leaks.NewScanner(canaries...))
+	scan, err := leaks.Scan(ctx, suite.c.Kube.Config, suite.c.LogDirs(ctx), leaks.NewScanner(canaries...))
 	found = append(found, scan.Leaks...)
 	fmt.Printf("E2E SECRETS: looked for %d access key secrets, %d Widget API token(s), %d ServiceAccount tokens (%d projected), the registry password, the package signing key and its password, and key-shaped strings in %d logs and %d objects (every type but Secrets), and checked the Secrets holding them: %d leaks\n",
 		len(keys), len(l.tokens), len(tokenCanaries), len(projected), scan.Logs, scan.Objects, len(found))

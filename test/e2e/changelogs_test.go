@@ -82,6 +82,7 @@ func (e changeLogEntry) String() string {
 // and a snapshot of the resource before the repair), and for each delete -
 // and the key's secret in none.
 func TestChangeLogs(t *testing.T) {
+	needsNode(t, "reads the change logs sidecar's log across restarts, and the provider's metrics at its pod's address")
 	s := newScenario(t, true)
 	w := &namespacedv1beta1.Widget{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "audited"},
@@ -291,6 +292,7 @@ const stuckWidgets = 10
 // timeout are dropped and counted; once it runs again, it gets the entries
 // queued meanwhile. It runs alone: it stops the sidecar for everyone.
 func TestChangeLogsStuckSidecar(t *testing.T) {
+	needsNode(t, "stops the change logs sidecar's process")
 	s := newScenario(t, false)
 	leader := s.leader()
 	addr := s.metricsAddr(leader)
@@ -363,6 +365,7 @@ func TestChangeLogsStuckSidecar(t *testing.T) {
 // on the shared volume again, and the provider's next entries reach it. It
 // runs alone: entries are dropped while the sidecar is away.
 func TestChangeLogsSidecarRestart(t *testing.T) {
+	needsNode(t, "kills the change logs sidecar's process")
 	s := newScenario(t, false)
 	leader := s.leader()
 	addr := s.metricsAddr(leader)

@@ -158,7 +158,9 @@ func TestConvergence(t *testing.T) {
 	if opens := breakerOpens(t, s, coreLogFrom, claimOf); len(opens) > 0 {
 		t.Errorf("Crossplane's XR circuit breaker was open %d times for this scenario's XRs: %s", len(opens), strings.Join(opens[:min(len(opens), 10)], "; "))
 	}
-	t.Logf("Crossplane's XR circuit breakers opened %.0f times in the cluster meanwhile (every scenario's XRs)", circuitBreakerOpens(t, s.ctx)-opensBefore)
+	if suite.c.Local() {
+		t.Logf("Crossplane's XR circuit breakers opened %.0f times in the cluster meanwhile (every scenario's XRs)", circuitBreakerOpens(t, s.ctx)-opensBefore)
+	}
 
 	// What it took, for the record (not asserted).
 	per := func(what string, until time.Time) float64 {
@@ -188,9 +190,13 @@ func patchedCore() bool {
 }
 
 // circuitBreakerOpens is how often Crossplane's XR circuit breakers have
-// opened so far.
+// opened so far; 0 on a cluster of the user's own, whose core's pod
+// address this machine may not reach.
 func circuitBreakerOpens(t *testing.T, ctx context.Context) float64 {
 	t.Helper()
+	if !suite.c.Local() {
+		return 0
+	}
 	url, err := suite.c.CoreMetricsURL(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ const crashXRs = 5
 // provider knowing - and kubelet starts it again: every XWidget goes Ready
 // with exactly one widget and one key.
 func TestProviderCrashDuringCreates(t *testing.T) {
+	needsNode(t, "kills provider-widget's processes")
 	s := newScenario(t, false)
 	prov := suite.provider
 	defer suite.widgets.Server.SetFaults(server.Faults{})
@@ -92,6 +93,7 @@ func TestProviderCrashDuringCreates(t *testing.T) {
 // Crossplane reports the Function unhealthy - and lets it run again: the
 // XWidget converges to the change.
 func TestFunctionCrash(t *testing.T) {
+	needsNode(t, "freezes function-widget's processes")
 	s := newScenario(t, false)
 	fn := suite.function
 	defer func() { _ = fn.Thaw() }()

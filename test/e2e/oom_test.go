@@ -24,6 +24,7 @@ import (
 // the container with the pod's own limit, another replica takes over, and
 // every claim and XWidget goes Ready with one widget each.
 func TestLeaderOOMKilled(t *testing.T) {
+	needsNode(t, "reads the leader's memory cgroup")
 	s := newScenario(t, false)
 	leader := s.leader()
 	restarts := restartCount(leader.Object())

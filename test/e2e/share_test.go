@@ -74,6 +74,7 @@ const (
 // quiet window starts a few seconds after all are Ready, so that the Events
 // of the last transitions (sent asynchronously) are not taken for churn.
 func TestOurShare(t *testing.T) {
+	needsNode(t, "reads kube-apiserver's audit log")
 	s := newScenario(t, true)
 	const n = 8
 	_, begin := convergeXWidgets(s, "s", n)
@@ -129,6 +130,7 @@ func TestOurShare(t *testing.T) {
 // counts the same beside the parallel scenarios, where core adds calls of
 // its own, and so bounds it only loosely.
 func TestFunctionCallsAlone(t *testing.T) {
+	needsNode(t, "reads function-widget's log across its pods, also deleted ones")
 	s := newScenario(t, false)
 	const n = 8
 	xrs, begin := convergeXWidgets(s, "a", n)
