@@ -26,8 +26,10 @@ const (
 	failoverTimeout = 5 * time.Minute
 )
 
-// A failover is one SIGKILL of the leading provider replica.
+// A failover is one SIGKILL of the leading provider replica's container,
+// or one deletion of its pod.
 type failover struct {
+	deleted  bool          // the pod was deleted, not its container killed
 	takeover time.Duration // until another identity holds the lease
 	ready    time.Duration // until a claim created just after the kill is Ready
 }
@@ -48,28 +50,37 @@ func failoverSection(t *testing.T, b *bench) string {
 	warm := env.warmUp(ctx, t, claim(failoverNS, "warm-up"))
 	t.Logf("failover: warm-up claim Ready in %s", warm.Round(10*time.Millisecond))
 
-	fs := make([]failover, 0, runs)
-	for i := range runs {
-		f, err := env.failOver(ctx, claim(failoverNS, fmt.Sprintf("after-kill-%d", i)))
+	// Each run kills the leader's container, then deletes the leader's
+	// pod: a crash, and a pod that stops cleanly (a drain, a rollout).
+	fs := make([]failover, 0, 2*runs)
+	for i := range 2 * runs {
+		deleted := i%2 == 1
+		f, err := env.failOver(ctx, claim(failoverNS, fmt.Sprintf("after-failover-%d", i)), deleted)
 		if err != nil {
 			t.Fatalf("failover %d: %v (logs in %s/logs)", i+1, err, env.dir)
 		}
-		t.Logf("failover %d: new leader after %s, claim Ready after %s", i+1, f.takeover.Round(10*time.Millisecond), f.ready.Round(10*time.Millisecond))
+		t.Logf("failover %d (pod deleted %t): new leader after %s, claim Ready after %s", i+1, deleted, f.takeover.Round(10*time.Millisecond), f.ready.Round(10*time.Millisecond))
 		fs = append(fs, f)
 	}
 	return failoverMarkdown(fs)
 }
 
-// failOver kills the leader, creates c, and waits for a new leader and for
-// c to be Ready; then for both replicas to be ready again.
-func (e *e2eEnv) failOver(ctx context.Context, c *unstructured.Unstructured) (failover, error) {
-	var f failover
+// failOver kills the leader's container (or deletes its pod), creates c,
+// and waits for a new leader and for c to be Ready; then for both
+// replicas to be ready again.
+func (e *e2eEnv) failOver(ctx context.Context, c *unstructured.Unstructured, deletePod bool) (failover, error) {
+	f := failover{deleted: deletePod}
 	leader, err := e.leader(ctx)
 	if err != nil {
 		return f, err
 	}
 	holder := e.leaseHolder(ctx)
-	if err := leader.Kill(); err != nil { //nolint:contextcheck // Kill takes no context: it bounds its own lookup (30s)
+	if deletePod {
+		err = e.kube.Delete(ctx, leader.Object())
+	} else {
+		err = leader.Kill() //nolint:contextcheck // Kill takes no context: it bounds its own lookup (30s)
+	}
+	if err != nil {
 		return f, err
 	}
 	killed := time.Now()
@@ -113,23 +124,33 @@ func allReady(e *e2eEnv) bool {
 func failoverMarkdown(fs []failover) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	take := make([]time.Duration, 0, len(fs))
-	ready := make([]time.Duration, 0, len(fs))
+	var take, ready [2][]time.Duration // by failover.deleted
 	for _, f := range fs {
-		take = append(take, f.takeover)
-		ready = append(ready, f.ready)
+		i := 0
+		if f.deleted {
+			i = 1
+		}
+		take[i] = append(take[i], f.takeover)
+		ready[i] = append(ready[i], f.ready)
 	}
 	w("## Provider leader failover\n\n")
 	w("provider-widget as `examples/runtime` runs it (two replicas, `--leader-election`) on the real one-node\n")
 	w("cluster, with `--lease-duration=%s --renew-deadline=%s` (the e2e suite's; the defaults are 60s and 50s)\n", failoverLease, failoverRenew)
-	w("and `--retry-period=2s`. Each run sends SIGKILL to the leading replica's container, creates a claim at\n")
-	w("once, and measures until another identity holds the lease and until that claim is Ready; then it waits for\n")
-	w("both replicas to be ready again (kubelet restarts the killed container). %d runs, load average %s.\n\n", len(fs), loadAvg())
+	w("and `--retry-period=2s`. Each run either sends SIGKILL to the leading replica's container (a crash) or deletes\n")
+	w("its pod (a drain or a rollout: kubelet stops it with SIGTERM), creates a claim at once, and measures until\n")
+	w("another identity holds the lease and until that claim is Ready; then it waits for both replicas to be ready\n")
+	w("again. The two ways alternate, %d runs each, load average %s.\n\n", len(take[0]), loadAvg())
 	w("| | median | min | max |\n|---|---:|---:|---:|\n")
-	w("| new leader after the kill | %s | %s | %s |\n", secs(medianD(take)), secs(quantile(take, 0)), secs(quantile(take, 1)))
-	w("| claim created at the kill Ready | %s | %s | %s |\n\n", secs(medianD(ready)), secs(quantile(ready, 0)), secs(quantile(ready, 1)))
-	w("A standby takes over only once the dead leader's lease has expired: `--lease-duration` after the leader's\n")
-	w("last renewal (at most a `--retry-period` before the kill), noticed at the standby's next try (every\n")
-	w("`--retry-period`, which client-go jitters by up to 20%%).\n\n")
+	for i, how := range []string{"container killed", "pod deleted"} {
+		if len(take[i]) == 0 {
+			continue
+		}
+		w("| %s: new leader | %s | %s | %s |\n", how, secs(medianD(take[i])), secs(quantile(take[i], 0)), secs(quantile(take[i], 1)))
+		w("| %s: claim created at once Ready | %s | %s | %s |\n", how, secs(medianD(ready[i])), secs(quantile(ready[i], 0)), secs(quantile(ready[i], 1)))
+	}
+	w("\nA killed leader keeps its lease until it expires: `--lease-duration` after its last renewal (at most a\n")
+	w("`--retry-period` before the kill), noticed at a standby's next try (every `--retry-period`, which client-go\n")
+	w("jitters by up to 20%%). A leader that stops cleanly releases its lease as it exits\n")
+	w("(`LeaderElectionReleaseOnCancel`), and a standby takes it at its next try.\n\n")
 	return b.String()
 }
