@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -90,6 +91,18 @@ type Options struct {
 	// address is the `kubernetes` Service's, the tenth CoreDNS's. Default
 	// 10.214.0.0/24.
 	ServiceCIDR string
+	// Nodes is how many nodes run (default 1). Each further node is a
+	// kubelet with its own containerd, directory, cgroup root, bridge
+	// (Bridge-<n>) and pod range (the /24 after the previous node's), on
+	// this machine: a cluster to lose a node of (StopNode).
+	Nodes int
+	// NodeLossGrace, when set, is how long a node may stop reporting
+	// before it is NotReady (kube-controller-manager's
+	// --node-monitor-grace-period) and how long its pods then stay bound
+	// to it before they are evicted (kube-apiserver's default toleration
+	// of the not-ready and unreachable taints). Kubernetes' defaults are
+	// 50 s and 300 s.
+	NodeLossGrace time.Duration
 	// Log receives progress; default discards.
 	Log *slog.Logger
 }
@@ -98,8 +111,9 @@ type Options struct {
 type Cluster struct {
 	// Kube is kube-apiserver and etcd, with an admin client.
 	Kube *kube.Env
-	// Node is the node.
-	Node *node.Node
+	// Node is the first node, Nodes every node (Options.Nodes).
+	Node  *node.Node
+	Nodes []*node.Node
 	// Registry is the private registry on the node's address.
 	Registry *registry.Registry
 	// Kubeconfig is an admin kubeconfig (for kubectl and helm).
@@ -144,6 +158,15 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	if o.ServiceCIDR == "" {
 		o.ServiceCIDR = "10.214.0.0/24"
+	}
+	if o.Nodes == 0 {
+		o.Nodes = 1
+	}
+	if o.Nodes < 1 || o.Nodes > maxNodes {
+		return nil, errors.Errorf("a cluster here runs 1 to %d nodes, not %d", maxNodes, o.Nodes)
+	}
+	if _, err := nodeCIDR(o.PodCIDR, o.Nodes-1); err != nil {
+		return nil, err
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -215,18 +238,19 @@ func (c *Cluster) start(ctx context.Context) error {
 		return errors.Wrap(err, "cannot write kube-apiserver's audit policy")
 	}
 	if c.Kube, err = kube.Start(kube.Options{
-		Assets:       o.Tools.Assets,
-		EtcdDataDir:  c.path("etcd"),
-		CertDir:      c.path("apiserver"),
-		Kubeconfig:   c.Kubeconfig,
-		Address:      ip,
-		ServiceCIDR:  o.ServiceCIDR,
-		Pods:         true,
-		Scheme:       kube.CrossplaneScheme(),
-		EtcdLog:      apiLog,
-		APIServerLog: apiLog,
-		AuditPolicy:  policy,
-		AuditLog:     c.Path,
+		Assets:        o.Tools.Assets,
+		EtcdDataDir:   c.path("etcd"),
+		CertDir:       c.path("apiserver"),
+		Kubeconfig:    c.Kubeconfig,
+		Address:       ip,
+		ServiceCIDR:   o.ServiceCIDR,
+		Pods:          true,
+		Scheme:        kube.CrossplaneScheme(),
+		EtcdLog:       apiLog,
+		APIServerLog:  apiLog,
+		AuditPolicy:   policy,
+		AuditLog:      c.Path,
+		APIServerArgs: tolerations(o.NodeLossGrace),
 	}); err != nil {
 		return err
 	}
@@ -255,8 +279,14 @@ func (c *Cluster) start(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if err := c.lock.Record(node.RunRecord{PID: os.Getpid(), Dir: o.Dir, CgroupRoot: c.Node.CgroupRoot(), Bridge: o.Bridge}); err != nil {
+	c.Nodes = []*node.Node{c.Node}
+	if err := c.record(); err != nil {
 		return err
+	}
+	for i := 2; i <= o.Nodes; i++ {
+		if err := c.startNode(ctx, i, pause); err != nil {
+			return err
+		}
 	}
 	archive, stopArchive := context.WithCancel(context.Background())
 	c.stopArchive = stopArchive
@@ -264,10 +294,12 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.startProxy(); err != nil {
 		return err
 	}
-	if err := c.waitNodeReady(ctx); err != nil {
-		return err
+	for _, n := range c.Nodes {
+		if err := c.waitNodeReady(ctx, n); err != nil {
+			return err
+		}
+		c.log.Info("node Ready", "node", n.Name(), "took", since(t))
 	}
-	c.log.Info("node Ready", "node", c.Node.Name(), "took", since(t))
 	if err := c.startCoreDNS(ctx); err != nil {
 		return err
 	}
@@ -338,6 +370,11 @@ func (c *Cluster) stop() error {
 	if c.stopArchive != nil {
 		c.stopArchive()
 		c.linkLogs()
+	}
+	// Further nodes first: each removes from the machine's shared paths
+	// only what was added after it started.
+	for i := len(c.Nodes) - 1; i > 0; i-- {
+		errs = append(errs, c.Nodes[i].Stop())
 	}
 	if c.Node != nil {
 		errs = append(errs, c.Node.Stop())
@@ -425,6 +462,9 @@ func (c *Cluster) Leftovers() []string {
 		return nil
 	}
 	var out []string
+	for i := len(c.Nodes) - 1; i > 0; i-- {
+		out = append(out, c.Nodes[i].Leftovers()...)
+	}
 	if c.Node != nil {
 		out = append(out, c.Node.Leftovers()...)
 	}
@@ -447,31 +487,6 @@ func (c *Cluster) proxyLeftovers() []string {
 
 func (c *Cluster) path(elem ...string) string {
 	return filepath.Join(append([]string{c.opts.Dir}, elem...)...)
-}
-
-// waitNodeReady waits until the Node reports Ready, failing at once when
-// kubelet exits.
-func (c *Cluster) waitNodeReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	for {
-		n := &corev1.Node{}
-		err := c.Kube.Client.Get(ctx, client.ObjectKey{Name: c.Node.Name()}, n)
-		if err == nil {
-			for _, cond := range n.Status.Conditions {
-				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-					return nil
-				}
-			}
-		}
-		select {
-		case <-c.Node.KubeletExited():
-			return errors.Errorf("kubelet exited; see %s", c.Node.KubeletLog())
-		case <-ctx.Done():
-			return errors.Errorf("node %s not Ready within 3m (last error: %v); see %s", c.Node.Name(), err, c.Node.KubeletLog())
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
 }
 
 // CreatePullSecret creates (or updates) the Secret name in namespace, of
@@ -516,20 +531,24 @@ func (c *Cluster) ContainerCgroup(controller, id string) (string, error) {
 	if c.remote {
 		return "", errors.Wrapf(ErrNotLocal, "cannot find container %s's cgroup", id)
 	}
-	root := filepath.Join("/sys/fs/cgroup", controller, c.Node.CgroupRoot())
 	found := ""
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return nil //nolint:nilerr // cgroups come and go while we walk
+	roots := make([]string, 0, len(c.Nodes))
+	for _, n := range c.Nodes {
+		root := filepath.Join("/sys/fs/cgroup", controller, n.CgroupRoot())
+		roots = append(roots, root)
+		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return nil //nolint:nilerr // cgroups come and go while we walk
+			}
+			if d.Name() == id {
+				found = p
+				return filepath.SkipAll
+			}
+			return nil
+		})
+		if found != "" {
+			return found, nil
 		}
-		if d.Name() == id {
-			found = p
-			return filepath.SkipAll
-		}
-		return nil
-	})
-	if err != nil || found == "" {
-		return "", errors.Errorf("no %s cgroup for container %s under %s", controller, id, root)
 	}
-	return found, nil
+	return "", errors.Errorf("no %s cgroup for container %s under %s", controller, id, strings.Join(roots, ", "))
 }

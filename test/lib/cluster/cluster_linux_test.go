@@ -15,9 +15,10 @@ import (
 	"github.com/widgetco/crossplane-widget/test/lib/cluster"
 )
 
-// start starts a cluster for t, or skips t when the machine or the tools
-// are not there; t's cleanup stops it and checks it left nothing behind.
-func start(t *testing.T) *cluster.Cluster {
+// start starts a cluster of n nodes for t, or skips t when the machine or
+// the tools are not there; t's cleanup stops it and checks it left nothing
+// behind.
+func start(t *testing.T, n int) *cluster.Cluster {
 	t.Helper()
 	tools := cluster.Require(t)
 	dir, err := os.MkdirTemp("", "wcl-")
@@ -30,7 +31,7 @@ func start(t *testing.T) *cluster.Cluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	c, err := cluster.Start(ctx, cluster.Options{Tools: tools, Dir: dir, Log: log})
+	c, err := cluster.Start(ctx, cluster.Options{Tools: tools, Dir: dir, Log: log, Nodes: n})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,8 @@ func (w testWriter) Write(b []byte) (int, error) {
 // start a cluster that way every run): nothing of the killed one is left.
 func TestKilledClusterIsReclaimed(t *testing.T) {
 	if os.Getenv("WIDGET_CLUSTER_CHILD") == "1" {
-		c := start(t)
+		// Two nodes: the record names both, and both are torn down.
+		c := start(t, 2)
 		fmt.Printf("CLUSTER READY %s\n", c.Dir())
 		time.Sleep(10 * time.Minute) // until killed
 		return
@@ -101,8 +103,10 @@ func TestKilledClusterIsReclaimed(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = child.Wait()
-	if _, err := os.Stat("/sys/class/net/wcluster0"); err != nil {
-		t.Fatalf("the killed cluster's bridge is gone already (%v): nothing left to reclaim", err)
+	for _, br := range []string{"wcluster0", "wcluster0-2"} {
+		if _, err := os.Stat("/sys/class/net/" + br); err != nil {
+			t.Fatalf("the killed cluster's bridge %s is gone already (%v): nothing left to reclaim", br, err)
+		}
 	}
 	sockets := func() []string { e, _ := os.ReadDir("/run/containerd/s"); return dirNames(e) }
 	killed := sockets()
@@ -112,6 +116,9 @@ func TestKilledClusterIsReclaimed(t *testing.T) {
 	}
 	if rec == nil || rec.Dir != dir && !strings.HasPrefix(rec.Dir, dir+"/") {
 		t.Fatalf("the killed run on record: %+v, want the one in %s", rec, dir)
+	}
+	if len(rec.Nodes) != 1 {
+		t.Errorf("the killed run's record names %d further nodes, want 1: %+v", len(rec.Nodes), rec)
 	}
 	if left := cluster.LeftoversOf(cluster.Options{Tools: tools}, *rec); len(left) > 0 {
 		t.Errorf("the killed cluster left behind, after reclaiming:\n%v", left)

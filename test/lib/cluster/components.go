@@ -25,7 +25,7 @@ func (c *Cluster) startControllers() error {
 	}
 	kcm := proc.New("kube-controller-manager", proc.Command{
 		Path: c.opts.Tools.ControllerManager,
-		Args: []string{
+		Args: append([]string{
 			"--kubeconfig=" + c.Kubeconfig,
 			"--controllers=*",
 			"--root-ca-file=" + ca,
@@ -34,7 +34,7 @@ func (c *Cluster) startControllers() error {
 			"--leader-elect=false",
 			"--secure-port=0",
 			"--use-service-account-credentials=false",
-		},
+		}, nodeMonitorGrace(c.opts.NodeLossGrace)...),
 	}, os.Environ(), c.path("logs", "kube-controller-manager.log"), c.log)
 	sched := proc.New("kube-scheduler", proc.Command{
 		Path: c.opts.Tools.Scheduler,

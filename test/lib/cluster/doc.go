@@ -17,6 +17,10 @@
 // (ToolsFromEnv). Stop removes what Start created, and Leftovers says what
 // is still there.
 //
+// Options.Nodes runs further nodes on the same machine, each a kubelet with
+// its own containerd, bridge, pod range and cgroup root; StopNode stops
+// one as a lost machine would (the node-loss bench).
+//
 // Connect reaches a cluster this package did not start (kind, a real one)
 // by its kubeconfig and a registry it pulls from: what goes through the API
 // works the same there, and what needs the node returns ErrNotLocal.

@@ -43,21 +43,20 @@ func (c *Cluster) archiveLogs(ctx context.Context) {
 }
 
 func (c *Cluster) linkLogs() {
-	if c.Node == nil {
-		return
-	}
-	files, _ := filepath.Glob(filepath.Join(c.Node.PodLogsDir(), "*", "*", "*.log"))
-	for _, f := range files {
-		rel, err := filepath.Rel(c.Node.PodLogsDir(), f)
-		if err != nil {
-			continue
-		}
-		dst := filepath.Join(c.LogArchive(), rel)
-		if _, err := os.Lstat(dst); err == nil {
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o750); err == nil {
-			_ = os.Link(f, dst)
+	for _, n := range c.Nodes {
+		files, _ := filepath.Glob(filepath.Join(n.PodLogsDir(), "*", "*", "*.log"))
+		for _, f := range files {
+			rel, err := filepath.Rel(n.PodLogsDir(), f)
+			if err != nil {
+				continue
+			}
+			dst := filepath.Join(c.LogArchive(), rel)
+			if _, err := os.Lstat(dst); err == nil {
+				continue
+			}
+			if err := os.MkdirAll(filepath.Dir(dst), 0o750); err == nil {
+				_ = os.Link(f, dst)
+			}
 		}
 	}
 }
@@ -134,7 +133,11 @@ func (c *Cluster) CoreLog(ctx context.Context) ([]byte, error) {
 	if c.remote {
 		return c.servedLog(ctx, p, "crossplane")
 	}
-	dir := filepath.Join(c.Node.PodLogsDir(), p.Namespace+"_"+p.Name+"_"+string(p.UID), "crossplane")
+	n := c.NodeOf(p)
+	if n == nil {
+		return nil, errors.Errorf("Crossplane core's pod %s runs on no node of the cluster (%q)", p.Name, p.Spec.NodeName)
+	}
+	dir := filepath.Join(n.PodLogsDir(), p.Namespace+"_"+p.Name+"_"+string(p.UID), "crossplane")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot list Crossplane core's logs")
@@ -228,19 +231,18 @@ func (c *Cluster) ProjectedTokens() []string {
 }
 
 func (c *Cluster) collectTokens() {
-	if c.Node == nil {
-		return
-	}
 	var found []string
-	_ = filepath.WalkDir(filepath.Join(c.Node.KubeletRootDir(), "pods"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.Name() != "token" || !d.Type().IsRegular() || !strings.Contains(p, "kubernetes.io~projected") {
-			return nil //nolint:nilerr // volumes come and go
-		}
-		if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
-			found = append(found, string(b))
-		}
-		return nil
-	})
+	for _, n := range c.Nodes {
+		_ = filepath.WalkDir(filepath.Join(n.KubeletRootDir(), "pods"), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.Name() != "token" || !d.Type().IsRegular() || !strings.Contains(p, "kubernetes.io~projected") {
+				return nil //nolint:nilerr // volumes come and go
+			}
+			if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
+				found = append(found, string(b))
+			}
+			return nil
+		})
+	}
 	c.tokens.mu.Lock()
 	defer c.tokens.mu.Unlock()
 	if c.tokens.seen == nil {
@@ -267,7 +269,7 @@ func (c *Cluster) LogDirs(ctx context.Context) []string {
 		return []string{c.path("logs"), c.path("pod-logs")}
 	}
 	c.linkLogs()
-	return []string{c.path("logs"), c.Node.LogsDir(), c.LogArchive()}
+	return append(append([]string{c.path("logs")}, c.nodeLogDirs()...), c.LogArchive())
 }
 
 // DumpDiagnostics writes what is needed to debug a failure into dir
@@ -286,7 +288,7 @@ func (c *Cluster) DumpDiagnostics(ctx context.Context, dir string) (string, erro
 	}
 	return diagnostics.Dump(ctx, diagnostics.Source{
 		Config: c.Kube.Config, Client: c.Kube.Client, Audit: c.Log,
-		Pods: c.describePods, Logs: []string{c.path("logs"), c.Node.LogsDir()},
+		Pods: c.describePods, Logs: append([]string{c.path("logs")}, c.nodeLogDirs()...),
 		More: c.containerLogs,
 	}, dir)
 }
@@ -339,4 +341,13 @@ func (c *Cluster) describePods(ctx context.Context) string {
 		}
 	}
 	return b.String()
+}
+
+// nodeLogDirs are the nodes' own log directories (kubelet's, containerd's).
+func (c *Cluster) nodeLogDirs() []string {
+	out := make([]string, 0, len(c.Nodes))
+	for _, n := range c.Nodes {
+		out = append(out, n.LogsDir())
+	}
+	return out
 }

@@ -84,6 +84,9 @@ type Options struct {
 	// ServiceAccount admission plugin (envtest turns it off), and kubelets
 	// reached by their InternalIP for logs and exec.
 	Pods bool
+	// APIServerArgs are more kube-apiserver flags, by name without the
+	// dashes.
+	APIServerArgs map[string]string
 }
 
 // A WebhookServer is where kube-apiserver expects the conversion webhook
@@ -135,6 +138,9 @@ func Start(o Options) (*Env, error) {
 	}
 	if o.ServiceCIDR != "" {
 		env.ControlPlane.APIServer.Configure().Set("service-cluster-ip-range", o.ServiceCIDR)
+	}
+	for k, v := range o.APIServerArgs {
+		env.ControlPlane.APIServer.Configure().Set(k, v)
 	}
 	if o.LoopbackJWKSURI {
 		port, err := freePort()

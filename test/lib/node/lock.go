@@ -39,6 +39,9 @@ type RunRecord struct {
 	Dir        string `json:"dir"`
 	CgroupRoot string `json:"cgroupRoot,omitempty"`
 	Bridge     string `json:"bridge,omitempty"`
+	// Nodes are the run's further nodes (a cluster of several), each with
+	// its directory, cgroup root and bridge.
+	Nodes []RunRecord `json:"nodes,omitempty"`
 }
 
 // LockMachine takes the machine lock, waiting (and calling waiting every

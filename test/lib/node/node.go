@@ -334,6 +334,12 @@ func (n *Node) start(ctx context.Context, cidr, nodeAddr string) error {
 // Name is the Node's name.
 func (n *Node) Name() string { return n.opts.Name }
 
+// Dir is the node's directory.
+func (n *Node) Dir() string { return n.opts.Dir }
+
+// Bridge is the node's bridge.
+func (n *Node) Bridge() string { return n.opts.Bridge }
+
 // IP is the node's address: the gateway of the pod range, on the bridge.
 func (n *Node) IP() string { return n.nodeIP }
 
@@ -554,17 +560,28 @@ func RunLeftovers(r RunRecord) []string {
 	if r.Bridge != "" && linkExists(r.Bridge) {
 		out = append(out, "network link "+r.Bridge)
 	}
+	for _, n := range r.Nodes {
+		out = append(out, RunLeftovers(n)...)
+	}
 	return out
 }
 
 // ReclaimRun tears down what the run of r left (Reclaim) and its bridge.
 func ReclaimRun(r RunRecord) ([]string, error) {
-	done, err := Reclaim(r.Dir, r.CgroupRoot)
+	var done []string
+	errs := make([]error, 0, len(r.Nodes)+2)
+	// Further nodes first, as Stop tears a cluster down.
+	for _, n := range r.Nodes {
+		d, err := ReclaimRun(n)
+		done, errs = append(done, d...), append(errs, err)
+	}
+	d, err := Reclaim(r.Dir, r.CgroupRoot)
+	done, errs = append(done, d...), append(errs, err)
 	if r.Bridge != "" && linkExists(r.Bridge) {
 		done = append(done, "network link "+r.Bridge)
-		err = errors.Join(err, DeleteBridge(r.Bridge))
+		errs = append(errs, DeleteBridge(r.Bridge))
 	}
-	return done, errors.Wrapf(err, "cannot tear down what a killed node (pid %d, %s) left", r.PID, r.Dir)
+	return done, errors.Wrapf(errors.Join(errs...), "cannot tear down what a killed node (pid %d, %s) left", r.PID, r.Dir)
 }
 
 // Reclaim tears down what a node that was killed before its Stop left on
