@@ -58,6 +58,10 @@
 // WIDGET_BENCH_ROTATION_RUNS (WidgetKeys rotated at once, the Widget API's
 // requests per second per token, and repeats of the key rotation section;
 // default 1000, 100 and 3),
+// WIDGET_BENCH_FAILOVER_RUNS (container kills and pod deletions of the
+// provider's leader each, default 5), WIDGET_BENCH_NODELOSS_CLAIMS (claims
+// Ready before a node of a two-node cluster is lost, and created at once
+// after, default 10),
 // WIDGET_BENCH_ONLY (comma-separated sections to run),
 // WIDGET_BENCH_LOGS (a directory that keeps the provider logs),
 // WIDGET_BENCH_SETTLE_SECONDS (how long after all Widgets of a provider

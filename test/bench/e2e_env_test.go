@@ -64,6 +64,10 @@ type e2eSetup struct {
 	// api are the Widget API server's options beside its tokens.
 	api          server.Options
 	providerArgs []string
+	// nodes and nodeLossGrace are the cluster's (cluster.Options); 0:
+	// one node, Kubernetes' grace.
+	nodes         int
+	nodeLossGrace time.Duration
 }
 
 // e2eDir holds the bench's cluster, replaced by the next run and kept after
@@ -119,7 +123,7 @@ func startE2EFor(t *testing.T, b *bench, setup e2eSetup) *e2eEnv {
 		t.Fatal(err)
 	}
 	// The machine runs one cluster at a time: Start waits for another's.
-	c, err := cluster.Start(ctx, cluster.Options{Tools: tools, Dir: e2eDir, Log: log})
+	c, err := cluster.Start(ctx, cluster.Options{Tools: tools, Dir: e2eDir, Log: log, Nodes: setup.nodes, NodeLossGrace: setup.nodeLossGrace})
 	if err != nil {
 		t.Fatalf("cannot start the cluster: %v", err)
 	}
