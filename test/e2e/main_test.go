@@ -212,7 +212,11 @@ func run(m *testing.M) (code int) {
 			_ = os.RemoveAll(dir)
 			return
 		}
-		fmt.Printf("e2e: kept the run's directory %s (logs/, node/, diagnostics/)\n", dir)
+		if suite.c.Local() {
+			fmt.Printf("e2e: kept the run's directory %s (logs/, node/, diagnostics/)\n", dir)
+		} else {
+			fmt.Printf("e2e: kept the run's directory %s (logs/, pod-logs/, diagnostics/)\n", dir)
+		}
 	}()
 	if _, err := suite.c.InstallCrossplane(ctx, cluster.Crossplane{
 		Bin: crossplane, Version: "v2.4.2", Args: coreArgs(),
