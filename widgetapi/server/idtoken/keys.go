@@ -82,7 +82,11 @@ func (s *snapshot) candidates(kid, alg string) keySet {
 // token without a kid, or under a kid the issuer repeats, would cost one
 // signature check per published key.
 func (k *issuerKeys) key(ctx context.Context, kid, alg string) (publicKey, *Error) {
-	snap := k.cur.Load()
+	return k.keyFrom(ctx, k.cur.Load(), kid, alg)
+}
+
+// keyFrom is key from snap, the set the request first read.
+func (k *issuerKeys) keyFrom(ctx context.Context, snap *snapshot, kid, alg string) (publicKey, *Error) {
 	c := snap.candidates(kid, alg)
 	// refresh fetches under the key set's own context (k.base), not ctx:
 	// every request that waits for the keys shares the one fetch, and the
@@ -97,9 +101,13 @@ func (k *issuerKeys) key(ctx context.Context, kid, alg string) (publicKey, *Erro
 			case <-ctx.Done():
 				return publicKey{}, refuse(ReasonKeysUnavailable, "the issuer's keys could not be fetched in time; retry later")
 			}
-			snap = k.cur.Load()
-			c = snap.candidates(kid, alg)
 		}
+		// Read the set again whether or not this request waited: a
+		// fetch another request started may have published keys since
+		// snap was read, and refresh declines to start another within
+		// minInterval.
+		snap = k.cur.Load()
+		c = snap.candidates(kid, alg)
 	}
 	switch {
 	case len(c) == 1:
