@@ -263,20 +263,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.Node, err = node.Start(ctx, node.Options{
-		Tools:               o.Tools.Node,
-		Dir:                 c.path("node"),
-		Kubeconfig:          c.Kubeconfig,
-		Bridge:              o.Bridge,
-		PodCIDR:             o.PodCIDR,
-		BridgeCreated:       true,
-		ClusterDNS:          c.dnsIP,
-		ClientCAFile:        c.path("apiserver", "ca.crt"),
-		PlainHTTPRegistries: []string{c.Registry.Host},
-		Images:              []string{pause},
-		Lock:                c.lock,
-		Log:                 c.log,
-	}); err != nil {
+	first := c.nodeOptions(pause)
+	first.Dir, first.Bridge, first.PodCIDR, first.BridgeCreated = c.path("node"), o.Bridge, o.PodCIDR, true
+	if c.Node, err = node.Start(ctx, first); err != nil {
 		return err
 	}
 	c.Nodes = []*node.Node{c.Node}

@@ -68,25 +68,31 @@ func (c *Cluster) startNode(ctx context.Context, i int, pause string) error {
 	if err != nil {
 		return err
 	}
-	n, err := node.Start(ctx, node.Options{
-		Tools:               o.Tools.Node,
-		Dir:                 c.path(fmt.Sprintf("w%d", i)),
+	no := c.nodeOptions(pause)
+	no.Dir, no.Name, no.Bridge, no.PodCIDR = c.path(fmt.Sprintf("w%d", i)), fmt.Sprintf("widget-node-%d", i), fmt.Sprintf("%s-%d", o.Bridge, i), cidr
+	n, err := node.Start(ctx, no)
+	if err != nil {
+		return err
+	}
+	c.Nodes = append(c.Nodes, n)
+	return c.record()
+}
+
+// nodeOptions are what every node of the cluster shares: the tools, the
+// cluster's kubeconfig, DNS, CA and registry, the sandbox image and the
+// machine lock the cluster holds. The caller adds the node's own
+// directory, name, bridge and pod range.
+func (c *Cluster) nodeOptions(pause string) node.Options {
+	return node.Options{
+		Tools:               c.opts.Tools.Node,
 		Kubeconfig:          c.Kubeconfig,
-		Name:                fmt.Sprintf("widget-node-%d", i),
-		Bridge:              fmt.Sprintf("%s-%d", o.Bridge, i),
-		PodCIDR:             cidr,
 		ClusterDNS:          c.dnsIP,
 		ClientCAFile:        c.path("apiserver", "ca.crt"),
 		PlainHTTPRegistries: []string{c.Registry.Host},
 		Images:              []string{pause},
 		Lock:                c.lock,
 		Log:                 c.log,
-	})
-	if err != nil {
-		return err
 	}
-	c.Nodes = append(c.Nodes, n)
-	return c.record()
 }
 
 // record writes every node of the cluster into the machine lock's record,
